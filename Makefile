@@ -1,0 +1,33 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EXTRAS := llm,usd,mjcf,rl,dev
+
+.PHONY: demo test lint install clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# torch is pinned: an unpinned torch pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q "torch==2.13.0"
+	$(BIN)/pip install -q -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/scenegen design "put the banana in the bowl" -n 8 -o out/demo
+
+test: $(STAMP)
+	$(BIN)/ruff check scenegen qa rl tests benchmarks
+	$(BIN)/python -m pytest -q -x
+
+lint: $(STAMP)
+	$(BIN)/ruff check scenegen qa rl tests benchmarks
+
+clean:
+	rm -rf $(VENV) out .pytest_cache
