@@ -129,7 +129,7 @@ class Catalog:
 
     def _check(self) -> None:
         for cat in self.categories.values():
-            if any(lo > hi for lo, hi in zip(cat.size_min, cat.size_max)):
+            if any(lo > hi for lo, hi in zip(cat.size_min, cat.size_max, strict=True)):
                 raise CatalogError(f"category {cat.name!r}: size_min exceeds size_max; fix the catalog")
             if cat.mass_range[0] <= 0 or cat.mass_range[0] > cat.mass_range[1]:
                 raise CatalogError(f"category {cat.name!r}: bad mass_range {cat.mass_range}; fix the catalog")
@@ -151,6 +151,7 @@ class Catalog:
 
         Raises:
             CatalogError: the name is unknown (the message suggests close names).
+
         """
         try:
             return self.categories[name]

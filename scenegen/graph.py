@@ -164,6 +164,7 @@ class SceneGraph:
 
         Raises:
             GraphError: the id is already used.
+
         """
         if obj_id in self.g:
             raise GraphError(f"object id {obj_id!r} is already used; pick another id")
@@ -417,6 +418,7 @@ class SceneGraph:
 
         Raises:
             GraphError: listing every problem (``err.problems``).
+
         """
         probs = self.validate(catalog)
         if probs:
@@ -449,6 +451,7 @@ class SceneGraph:
 
         Raises:
             GraphError: the data does not match the schema (the message names where).
+
         """
         if isinstance(data, dict) and data.get("schema_version") not in (None, SCHEMA_VERSION):
             raise GraphError(f"scene graph schema_version {data.get('schema_version')!r} is not supported "
@@ -475,6 +478,7 @@ class SceneGraph:
 
         Raises:
             GraphError: the text is not JSON or does not match the schema.
+
         """
         try:
             data = json.loads(text)

@@ -18,5 +18,6 @@ class Designer(Protocol):
 
         Raises:
             PromptError: the prompt cannot be understood or names an impossible task.
+
         """
         ...

@@ -82,6 +82,7 @@ def build_mesh(category: Category, rng: np.random.Generator, attributes: dict | 
 
     Raises:
         AssetError: no builder exists for the category.
+
     """
     _load_families()
     fam = GENERATORS.get(category.generator, {})
