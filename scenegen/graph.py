@@ -86,6 +86,9 @@ JSON_SCHEMA: dict[str, Any] = {
 }
 
 
+_VALIDATOR = jsonschema.Draft202012Validator(JSON_SCHEMA)
+
+
 @dataclass(frozen=True, order=True)
 class Relation:
     """A spatial relation ``subject relation object`` (e.g. banana on table)."""
@@ -456,13 +459,10 @@ class SceneGraph:
         if isinstance(data, dict) and data.get("schema_version") not in (None, SCHEMA_VERSION):
             raise GraphError(f"scene graph schema_version {data.get('schema_version')!r} is not supported "
                              f"(this is version {SCHEMA_VERSION}); regenerate the graph")
-        try:
-            jsonschema.validate(data, JSON_SCHEMA)
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "<root>"
-            raise GraphError(f"scene graph JSON does not match the schema at {where}: {exc.message[:200]}") from None
-        except jsonschema.SchemaError as exc:  # pragma: no cover - our schema is static
-            raise GraphError(f"internal schema error: {exc.message}") from None
+        err = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+        if err is not None:
+            where = "/".join(str(p) for p in err.absolute_path) or "<root>"
+            raise GraphError(f"scene graph JSON does not match the schema at {where}: {err.message[:200]}")
         sg = cls(data["instruction"], meta=data.get("meta"))
         for o in data["objects"]:
             sg.add_object(o["id"], o["category"], o["role"], o.get("state", "upright"), o.get("attributes"))

@@ -116,7 +116,8 @@ class Scene:
             robot=d["robot"], robot_base=Pose.from_list(d["robot_base"]), table_height=d["table_height"],
             cameras=[Camera(**{**c, "eye": tuple(c["eye"]), "target": tuple(c["target"]), "up": tuple(c["up"])})
                      for c in d["cameras"]],
-            lights=[Light(**li) for li in d["lights"]],
+            lights=[Light(**{**li, "direction": tuple(li["direction"]), "color": tuple(li["color"])})
+                    for li in d["lights"]],
             settled=None if d["settled"] is None else {k: Pose.from_list(v) for k, v in d["settled"].items()},
             seed=d["seed"], meta=d.get("meta", {}),
         )
