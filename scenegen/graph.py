@@ -9,13 +9,13 @@ schema version, and has a canonical content hash independent of insertion order.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
 import networkx as nx
 
 from scenegen.catalog import Catalog, load_catalog
@@ -84,9 +84,6 @@ JSON_SCHEMA: dict[str, Any] = {
         "meta": {"type": "object"},
     },
 }
-
-
-_VALIDATOR = jsonschema.Draft202012Validator(JSON_SCHEMA)
 
 
 @dataclass(frozen=True, order=True)
@@ -348,7 +345,8 @@ class SceneGraph:
             return []
         if rel == "in" and not oc.container:
             return [Problem("not_container", f"{where}{s} in {o}: a {oc.display} is not a container", (s, o))]
-        if rel == "on" and not (oc.support or nodes[o].get("role") == "support"):
+        same_stack = oc.stackable and nodes[s].get("category") == oc.name
+        if rel == "on" and not (oc.support or same_stack or nodes[o].get("role") == "support"):
             return [Problem("not_support", f"{where}{s} on {o}: nothing can rest on a {oc.display}", (s, o))]
         return []
 
@@ -459,7 +457,7 @@ class SceneGraph:
         if isinstance(data, dict) and data.get("schema_version") not in (None, SCHEMA_VERSION):
             raise GraphError(f"scene graph schema_version {data.get('schema_version')!r} is not supported "
                              f"(this is version {SCHEMA_VERSION}); regenerate the graph")
-        err = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(data))
+        err = _best_schema_error(data)
         if err is not None:
             where = "/".join(str(p) for p in err.absolute_path) or "<root>"
             raise GraphError(f"scene graph JSON does not match the schema at {where}: {err.message[:200]}")
@@ -495,6 +493,19 @@ class SceneGraph:
 
     def __repr__(self) -> str:
         return f"SceneGraph({self.instruction!r}, {len(self)} objects, {len(self.goals)} goals)"
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    import jsonschema  # imported lazily: it costs ~0.15 s at start-up
+
+    return jsonschema.Draft202012Validator(JSON_SCHEMA)
+
+
+def _best_schema_error(data: Any):
+    import jsonschema
+
+    return jsonschema.exceptions.best_match(_validator().iter_errors(data))
 
 
 def canonical_json(data: Any) -> str:

@@ -37,10 +37,12 @@ class ProceduralMesh:
     """The object has a real cavity (container) that collision proxies must keep."""
     primitive: dict | None = None
     """A primitive collision proxy when the shape is simple: ``{"type": "box", "extents": [x, y, z]}``,
-    ``{"type": "cylinder", "radius": r, "height": h}`` or ``{"type": "sphere", "radius": r}``,
+    ``{"type": "cylinder", "radius": r, "height": h, "axis": "x"|"y"|"z"}`` (axis defaults to
+    ``"z"``; a marker lying on the table has ``"x"``) or ``{"type": "sphere", "radius": r}``,
     centred on the bounding-box centre."""
     grasp: dict = field(default_factory=dict)
-    """Grasp hint: ``{"mode": "top"|"side", "width": metres across the jaws, "height": grasp z}``."""
+    """Grasp hint: ``{"mode": "top"|"side"|"rim", "width": metres across the jaws, "height": grasp z,
+    "x": grasp x in the asset frame}`` (``rim``: close on the wall at the top edge)."""
 
 
 Builder = Callable[[Category, np.random.Generator, dict, int], ProceduralMesh]

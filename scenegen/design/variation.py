@@ -1,0 +1,236 @@
+"""N diverse variants of a base scene graph, and the public ``design()`` entry point.
+
+A variant keeps the task (objects the instruction names, their categories, placements,
+states and goals) and varies everything else: the number and categories of
+distractors, colours (within the category's colours unless the prompt fixed them),
+size class and scale, per-instance shape parameters (``instance_seed``) and the table
+(colour, size). A distractor never shares a category with an object the instruction
+names (nor with a group word's categories: "sort the fruit" gets no fruit
+distractor), so the instruction stays unambiguous. Randomness comes from a numpy
+Generator seeded by SHA-256 of the base graph's content hash and the seed, so the same
+base and seed give the same graphs on every run and machine.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib
+from collections.abc import Callable
+
+import numpy as np
+
+from scenegen.catalog import Catalog, Category, load_catalog
+from scenegen.design.base import Designer
+from scenegen.errors import BackendError, ConfigError, PromptError
+from scenegen.graph import SceneGraph
+
+MAX_VARIANTS = 10_000
+"""Most variants one call may ask for."""
+MAX_DISTRACTORS = 30
+"""Most distractors one variant may get."""
+DEFAULT_CLUTTER = (1, 3)
+"""Distractor count range (inclusive) when neither the prompt nor the caller sets one."""
+SIZE_CLASSES = ("small", "medium", "large")
+_ATTEMPTS_PER_VARIANT = 20
+
+
+def _rng(base: SceneGraph, seed: int) -> np.random.Generator:
+    digest = hashlib.sha256(f"{base.content_hash()}:{int(seed)}".encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:16], "little"))
+
+
+SCALE_LEVELS = 3
+"""Scales drawn per size class. Geometry comes from a bounded pool (size class x scale level x
+instance seed, at most 3 x 3 x 6 meshes per category) so that a warm asset cache covers new
+variants and CoACD runs once per shape; colours vary freely (they do not change the mesh)."""
+INSTANCE_POOL = 6
+"""Instance seeds drawn per category (see SCALE_LEVELS)."""
+
+
+def _forbidden(base: SceneGraph) -> set[str]:
+    """Categories a distractor may not take: every object the task names, and reserved groups."""
+    named = {o.category for o in base.objects() if o.role in ("target", "receptacle", "background")}
+    return named | set(base.meta.get("reserved_categories", []))
+
+
+def _pick_attrs(rng: np.random.Generator, cat: Catalog, category: Category, fixed: dict,
+                avoid_colors: set[str], avoid_sizes: set[str]) -> dict:
+    """Draw colour, size class, scale and instance seed, keeping attributes in ``fixed``."""
+    out = dict(fixed)
+    if "color" not in fixed:
+        choices = [c for c in category.colors if c not in avoid_colors] or \
+            [c for c in sorted(cat.colors) if c not in avoid_colors] or list(category.colors)
+        out["color"] = choices[int(rng.integers(len(choices)))]
+    if "size" not in fixed:
+        sizes = [s for s in SIZE_CLASSES if s not in avoid_sizes and s in cat.size_classes] or \
+            [s for s in SIZE_CLASSES if s in cat.size_classes]
+        out["size"] = sizes[int(rng.integers(len(sizes)))]
+    if "scale" not in fixed:
+        lo, hi = cat.size_classes.get(out["size"], (0.0, 1.0))
+        level = (int(rng.integers(SCALE_LEVELS)) + 0.5) / SCALE_LEVELS
+        out["scale"] = round(lo + (hi - lo) * level, 4)
+    if "instance_seed" not in fixed:
+        out["instance_seed"] = int(rng.integers(INSTANCE_POOL))
+    return out
+
+
+def _vary_objects(g: SceneGraph, base: SceneGraph, cat: Catalog, rng: np.random.Generator) -> None:
+    objs = base.objects()
+    holders = {gl.object for gl in base.goals if gl.predicate in ("in", "on") and gl.object}
+    fixed_keys = base.meta.get("fixed")
+    if not isinstance(fixed_keys, dict):  # not from the rules parser: keep every attribute given
+        fixed_keys = {o.id: list(o.attributes) for o in objs}
+    for o in objs:
+        keys = set(fixed_keys.get(o.id, []))
+        fixed = {k: v for k, v in o.attributes.items() if k in keys}
+        # Same-category siblings must not take a colour/size the prompt uses to single one out.
+        sib = [s for s in objs if s.category == o.category and s.id != o.id]
+        avoid_c = {s.attributes["color"] for s in sib if "color" in fixed_keys.get(s.id, [])
+                   and "color" in s.attributes}
+        avoid_s = {s.attributes["size"] for s in sib if "size" in fixed_keys.get(s.id, [])
+                   and "size" in s.attributes}
+        if o.id in holders:  # a receptacle (or the table) is not drawn small: things must fit
+            avoid_s = avoid_s | {"small"}
+        attrs = _pick_attrs(rng, cat, cat.get(o.category), fixed, avoid_c, avoid_s)
+        for k, v in o.attributes.items():
+            attrs.setdefault(k, v)
+        g.g.nodes[o.id]["attributes"] = attrs
+
+
+def _add_distractors(g: SceneGraph, cat: Catalog, rng: np.random.Generator, k: int,
+                     forbidden: set[str]) -> None:
+    support = g.support_id or "table"
+    pool = [c for c in cat if c.name != support and c.name != "table" and c.name not in forbidden]
+    if not pool or k <= 0:
+        return
+    weights = np.array([3.0 if c.graspable else 1.0 for c in pool])
+    first = rng.choice(len(pool), size=min(k, len(pool)), replace=False, p=weights / weights.sum())
+    rest = rng.choice(len(pool), size=k - len(first), replace=True, p=weights / weights.sum())
+    for idx in [*first.tolist(), *rest.tolist()]:
+        c = pool[idx]
+        node = g.new_id(c.name)
+        g.add_object(node, c.name, "distractor", attributes=_pick_attrs(rng, cat, c, {}, set(), set()))
+        g.add_relation(node, "on", support)
+
+
+def variants(base: SceneGraph, n: int, seed: int, catalog: Catalog | None = None,
+             clutter: int | None = None) -> list[SceneGraph]:
+    """Return ``n`` valid variants of ``base`` with distinct content hashes.
+
+    Args:
+        base: A valid base graph (e.g. from :func:`scenegen.design.rules.parse`).
+        n: Number of variants (1..10000).
+        seed: Seed; the same base and seed always give the same graphs.
+        catalog: The object catalog (default: :func:`scenegen.catalog.load_catalog`).
+        clutter: Distractors per variant; default ``base.meta["clutter"]``, else 1-3 at random.
+
+    Returns:
+        ``n`` validated graphs; ``meta`` gains ``variant`` (index) and ``seed``.
+
+    Raises:
+        ConfigError: ``n`` or ``clutter`` is out of range.
+        GraphError: the base graph is invalid.
+        PromptError: fewer than ``n`` distinct variants could be drawn.
+
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_VARIANTS:
+        raise ConfigError(f"n must be an integer in 1..{MAX_VARIANTS}, got {n!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    if clutter is None:
+        clutter = base.meta.get("clutter")
+    if clutter is not None and (isinstance(clutter, bool) or not isinstance(clutter, (int, np.integer))
+                                or not 0 <= clutter <= MAX_DISTRACTORS):
+        raise ConfigError(f"clutter must be an integer in 0..{MAX_DISTRACTORS}, got {clutter!r}")
+    cat = catalog or load_catalog()
+    base.check(cat)
+    rng = _rng(base, seed)
+    forbidden = _forbidden(base)
+    out: list[SceneGraph] = []
+    seen: set[str] = set()
+    for _ in range(n * _ATTEMPTS_PER_VARIANT):
+        if len(out) == n:
+            break
+        g = base.copy()
+        _vary_objects(g, base, cat, rng)
+        k = int(clutter) if clutter is not None else int(rng.integers(DEFAULT_CLUTTER[0], DEFAULT_CLUTTER[1] + 1))
+        _add_distractors(g, cat, rng, k, forbidden)
+        h = g.content_hash()
+        if h in seen:
+            continue
+        g.check(cat)
+        seen.add(h)
+        g.meta = {**copy.deepcopy(base.meta), "variant": len(out), "seed": int(seed)}
+        out.append(g)
+    if len(out) < n:
+        raise PromptError(f"only {len(out)} distinct variants could be drawn for this prompt; ask for fewer")
+    return out
+
+
+# --------------------------------------------------------------------- designer registry
+DesignerFactory = Callable[[], Designer]
+
+
+def _rules_factory() -> Designer:
+    from scenegen.design.rules import RulesDesigner
+
+    return RulesDesigner()
+
+
+DESIGNERS: dict[str, DesignerFactory] = {"rules": _rules_factory}
+"""Designer name -> factory (no arguments) returning a :class:`Designer`."""
+LAZY_DESIGNERS: dict[str, str] = {"llm": "scenegen.design.llm"}
+"""Designer name -> module that calls :func:`register_designer` when imported."""
+
+
+def register_designer(name: str, factory: DesignerFactory) -> None:
+    """Register (or replace) a designer factory under ``name``."""
+    DESIGNERS[name] = factory
+
+
+def designer_names() -> list[str]:
+    """Names of every designer, registered or loadable on demand."""
+    return sorted(set(DESIGNERS) | set(LAZY_DESIGNERS))
+
+
+def get_designer(name: str) -> Designer:
+    """Return a new designer by name, importing lazily registered backends on first use.
+
+    Raises:
+        ConfigError: no designer has this name.
+        BackendError: the designer's module is missing or failed to import.
+
+    """
+    if name not in DESIGNERS and name in LAZY_DESIGNERS:
+        try:
+            importlib.import_module(LAZY_DESIGNERS[name])
+        except ImportError as exc:
+            raise BackendError(f"designer {name!r} is not available ({exc}); install the matching extra, "
+                               f"e.g. pip install 'scenegen[{name}]'") from None
+        if name not in DESIGNERS:
+            raise BackendError(f"module {LAZY_DESIGNERS[name]} did not register designer {name!r}; "
+                               "it must call scenegen.design.variation.register_designer on import")
+    if name not in DESIGNERS:
+        raise ConfigError(f"unknown designer {name!r}; use one of {', '.join(designer_names())}")
+    return DESIGNERS[name]()
+
+
+def design(prompt: str, n: int, seed: int = 0, designer: str = "rules") -> list[SceneGraph]:
+    """Turn a prompt into ``n`` valid scene graphs with distinct hashes.
+
+    Args:
+        prompt: An English task, e.g. ``"put the banana in the bowl"``.
+        n: Number of graphs.
+        seed: Seed; the same prompt and seed give the same graphs.
+        designer: Backend name (``"rules"``, the offline default; ``"llm"`` when installed).
+
+    Returns:
+        ``n`` validated graphs.
+
+    Raises:
+        PromptError: the prompt cannot be understood or names an impossible task.
+        ConfigError: bad ``n``, ``seed`` or designer name.
+
+    """
+    return get_designer(designer).design(prompt, n, seed)
