@@ -34,7 +34,11 @@ class Pose:
 
 @dataclass
 class Camera:
-    """A pinhole camera looking from ``eye`` at ``target``."""
+    """A pinhole camera looking from ``eye`` at ``target``.
+
+    ``eye``, ``target`` and ``up`` are in the world frame for a fixed camera, and in the frame
+    of the robot link ``link`` for a camera riding on the robot (the wrist camera).
+    """
 
     name: str
     eye: tuple[float, float, float]

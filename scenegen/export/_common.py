@@ -1,0 +1,317 @@
+"""Shared bits of the exporters: which objects, which poses, copying files, robot data.
+
+Every exporter writes a self-contained folder::
+
+    out_dir/<main file>            scene.json / scene.xml / scene.sdf / scene.usda / scene.glb
+    out_dir/assets/<asset_id>/...  the asset folders it needs (meshes, textures, model.urdf)
+    out_dir/robot/...              the robot's URDF and meshes (``with_robot=True``)
+
+and every path written inside the main file is relative to the main file's folder.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from scenegen.assets.base import Asset
+from scenegen.errors import ExportError
+from scenegen.scene import Pose, Scene
+
+GROUND_BELOW_TABLE = 0.75
+"""The ground plane lies this far below the table top (as in :class:`scenegen.world.WorldConfig`)."""
+ASSET_DIR = "assets"
+"""Folder (inside the export folder) holding one sub-folder per asset id."""
+ROBOT_DIR = "robot"
+"""Folder (inside the export folder) holding the robot's URDF and meshes."""
+
+
+@dataclass(frozen=True)
+class ExportObject:
+    """One scene object as the exporters see it."""
+
+    node: str
+    """Scene-graph node id (also the body / link / prim name in every format)."""
+    asset: Asset
+    """The asset instance of the node (its folder must exist on disk)."""
+    pose: Pose
+    """Settled pose when the scene is settled, else the initial layout pose."""
+    static: bool
+    """True for the support (table): fixed to the world in every format."""
+
+    @property
+    def asset_rel(self) -> str:
+        """Folder of the copied asset, relative to the export folder (posix)."""
+        return f"{ASSET_DIR}/{self.asset.id}"
+
+
+def scene_poses(scene: Scene) -> dict[str, Pose]:
+    """Settled poses when the scene has them (falling back per node), else the initial poses."""
+    poses = dict(scene.poses)
+    if scene.settled:
+        poses.update(scene.settled)
+    return poses
+
+
+def scene_objects(scene: Scene, assets: Mapping[str, Asset]) -> list[ExportObject]:
+    """The scene's objects sorted by node id, each with its asset and export pose.
+
+    Raises:
+        ExportError: a node's asset is missing from ``assets``, has no folder, or the node has no pose.
+
+    """
+    poses = scene_poses(scene)
+    support = {o.id for o in scene.graph.objects("support")}
+    out = []
+    for node in sorted(scene.assets):
+        aid = scene.assets[node]
+        asset = assets.get(aid)
+        if asset is None:
+            raise ExportError(f"scene {scene.id[:12]}: asset {aid[:12]} of node {node!r} is not in the asset "
+                              f"lookup; pass the pack's assets (pack.asset_lookup)")
+        if asset.path is None or not Path(asset.path).is_dir():
+            raise ExportError(f"asset {aid[:12]} of node {node!r} has no folder on disk ({asset.path}); "
+                              f"load it from its pack or regenerate it")
+        if node not in poses:
+            raise ExportError(f"scene {scene.id[:12]}: node {node!r} has no pose; run the layout first")
+        out.append(ExportObject(node, asset, poses[node], node in support))
+    if not out:
+        raise ExportError(f"scene {scene.id[:12]} has no objects with assets; nothing to export")
+    return out
+
+
+def prepare_out_dir(out_dir: str | Path) -> Path:
+    """Create ``out_dir`` (and parents); raise ExportError when that is impossible."""
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ExportError(f"output path {out} exists and is not a folder; pick another -o DIR")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExportError(f"cannot create output folder {out} ({exc.strerror}); pick another -o DIR") from None
+    return out
+
+
+def copy_assets(objects: list[ExportObject], out_dir: Path) -> None:
+    """Copy each distinct asset folder to ``out_dir/assets/<asset_id>/``."""
+    done: set[str] = set()
+    for o in objects:
+        if o.asset.id in done:
+            continue
+        done.add(o.asset.id)
+        dst = out_dir / o.asset_rel
+        src = Path(o.asset.path)  # type: ignore[arg-type]
+        if dst.resolve() == src.resolve():
+            continue
+        shutil.copytree(src, dst, dirs_exist_ok=True)
+
+
+def quat_wxyz(q: tuple[float, ...]) -> tuple[float, float, float, float]:
+    """Quaternion (x, y, z, w) -> normalised (w, x, y, z)."""
+    x, y, z, w = (float(v) for v in q)
+    n = math.sqrt(x * x + y * y + z * z + w * w) or 1.0
+    return (w / n, x / n, y / n, z / n)
+
+
+def quat_to_matrix(q: tuple[float, ...]) -> np.ndarray:
+    """Rotation matrix of a quaternion (x, y, z, w)."""
+    w, x, y, z = quat_wxyz(q)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def pose_matrix(pose: Pose) -> np.ndarray:
+    """4x4 homogeneous transform of a pose."""
+    m = np.eye(4)
+    m[:3, :3] = quat_to_matrix(pose.orientation)
+    m[:3, 3] = pose.position
+    return m
+
+
+def quat_to_rpy(q: tuple[float, ...]) -> tuple[float, float, float]:
+    """Quaternion (x, y, z, w) -> fixed-axis roll, pitch, yaw (URDF/SDF convention)."""
+    r = quat_to_matrix(q)
+    pitch = math.asin(max(-1.0, min(1.0, -r[2, 0])))
+    if abs(r[2, 0]) < 1 - 1e-9:
+        roll = math.atan2(r[2, 1], r[2, 2])
+        yaw = math.atan2(r[1, 0], r[0, 0])
+    else:  # gimbal lock: put everything in yaw
+        roll = 0.0
+        yaw = math.atan2(-r[0, 1], r[1, 1])
+    return (roll, pitch, yaw)
+
+
+def fmt(*values: float) -> str:
+    """Format numbers for XML attributes: compact, deterministic, ``-0`` folded to ``0``."""
+    return " ".join(f"{(0.0 if abs(v) < 1e-15 else float(v)):.9g}" for v in values)
+
+
+def _fix_moments(vals: np.ndarray) -> np.ndarray:
+    """Principal moments made strictly positive and obeying the triangle inequality."""
+    vals = np.maximum(vals, max(float(vals.max()) * 1e-6, 1e-12))
+    order = np.argsort(vals)
+    a, b, c = vals[order]
+    if c > a + b:
+        vals[order[2]] = a + b
+    return vals
+
+
+def inertia_matrix(asset: Asset) -> np.ndarray:
+    """The asset's 3x3 inertia tensor, symmetrised; repaired only if it is not physically valid.
+
+    Every simulator rejects non-positive moments or moments that violate the triangle
+    inequality; rounding in a mesh computation can produce either for thin objects.
+    """
+    i = np.asarray(asset.inertia, dtype=float).reshape(3, 3)
+    i = (i + i.T) / 2
+    vals, vecs = np.linalg.eigh(i)
+    fixed = _fix_moments(vals.copy())
+    if np.allclose(fixed, vals, rtol=0, atol=0):
+        return i
+    return vecs @ np.diag(fixed) @ vecs.T
+
+
+def principal_inertia(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
+    """Principal moments and the proper rotation (det +1) whose columns are the principal axes."""
+    vals, vecs = np.linalg.eigh(inertia_matrix(asset))
+    if np.linalg.det(vecs) < 0:
+        vecs[:, 2] *= -1
+    return _fix_moments(vals), vecs
+
+
+def matrix_to_quat(m: np.ndarray) -> tuple[float, float, float, float]:
+    """Rotation matrix -> quaternion (x, y, z, w), w >= 0."""
+    t = np.trace(m)
+    if t > 0:
+        s = math.sqrt(t + 1.0) * 2
+        w, x, y, z = 0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
+        w, x, y, z = (m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
+    elif m[1, 1] > m[2, 2]:
+        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
+        w, x, y, z = (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s
+    else:
+        s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
+        w, x, y, z = (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s
+    q = np.array([x, y, z, w]) / np.linalg.norm([x, y, z, w])
+    if q[3] < 0:
+        q = -q
+    return tuple(float(v) for v in q)  # type: ignore[return-value]
+
+
+_NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def safe_name(name: str) -> str:
+    """A name usable as an XML name and a USD prim name (node ids already are)."""
+    if _NAME_OK.match(name):
+        return name
+    cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return cleaned if _NAME_OK.match(cleaned) else f"n_{cleaned}"
+
+
+def visual_texture(asset: Asset) -> str | None:
+    """Texture image of the visual mesh (``map_Kd`` of its material library), relative to the asset folder."""
+    obj = asset.file(asset.visual)
+    if obj.suffix.lower() != ".obj" or not obj.is_file():
+        return None
+    for line in obj.read_text(errors="ignore").splitlines():
+        if line.startswith("mtllib "):
+            mtl = obj.parent / line.split(None, 1)[1].strip()
+            if not mtl.is_file():
+                return None
+            for ml in mtl.read_text(errors="ignore").splitlines():
+                parts = ml.split()
+                if parts and parts[0] == "map_Kd" and (mtl.parent / parts[-1]).is_file():
+                    return (mtl.parent / parts[-1]).relative_to(Path(asset.path)).as_posix()  # type: ignore[arg-type]
+    return None
+
+
+def rpy_to_matrix(rpy: tuple[float, float, float]) -> np.ndarray:
+    """Rotation matrix of fixed-axis roll, pitch, yaw (URDF/SDF convention)."""
+    r, p, y = rpy
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+@dataclass(frozen=True)
+class CollisionShape:
+    """One collision element of an asset, as its ``model.urdf`` (what PyBullet simulates) has it."""
+
+    kind: str
+    """``box``, ``cylinder``, ``sphere`` or ``mesh``."""
+    size: tuple[float, ...]
+    """box: full extents (x, y, z); cylinder: (radius, length) along z; sphere: (radius,); mesh: scale."""
+    origin: np.ndarray
+    """4x4 transform of the shape in the asset frame."""
+    mesh: str | None = None
+    """Mesh path relative to the asset folder (``mesh`` only)."""
+
+
+def urdf_origin(el: ET.Element | None) -> np.ndarray:
+    """4x4 transform of a URDF ``<origin xyz rpy>`` element (identity when absent)."""
+    m = np.eye(4)
+    if el is not None:
+        m[:3, 3] = [float(v) for v in el.get("xyz", "0 0 0").split()]
+        m[:3, :3] = rpy_to_matrix(tuple(float(v) for v in el.get("rpy", "0 0 0").split()))
+    return m
+
+
+def collision_shapes(asset: Asset) -> list[CollisionShape]:
+    """The asset's collision shapes: native primitives or convex mesh parts, from its ``model.urdf``.
+
+    Falls back to the ``collision`` part list (meshes at the origin) when the URDF names none.
+
+    Raises:
+        ExportError: the asset has no collision geometry or its URDF is unreadable.
+
+    """
+    folder = Path(asset.path)  # type: ignore[arg-type]
+    urdf = asset.file(asset.urdf)
+    shapes: list[CollisionShape] = []
+    if urdf.is_file():
+        try:
+            root = ET.parse(urdf).getroot()
+        except ET.ParseError as exc:
+            raise ExportError(f"{urdf} is not valid XML ({exc}); regenerate the asset") from None
+        for col in root.iter("collision"):
+            geom = col.find("geometry")
+            shape = geom[0] if geom is not None and len(geom) else None
+            if shape is None:
+                continue
+            origin = urdf_origin(col.find("origin"))
+            if shape.tag == "box":
+                shapes.append(CollisionShape("box", tuple(float(v) for v in shape.get("size").split()), origin))
+            elif shape.tag == "cylinder":
+                shapes.append(CollisionShape("cylinder", (float(shape.get("radius")), float(shape.get("length"))),
+                                             origin))
+            elif shape.tag == "sphere":
+                shapes.append(CollisionShape("sphere", (float(shape.get("radius")),), origin))
+            elif shape.tag == "mesh":
+                fn = shape.get("filename", "").removeprefix("package://").removeprefix("file://")
+                path = (urdf.parent / fn).resolve()
+                try:
+                    rel = path.relative_to(folder.resolve()).as_posix()
+                except ValueError:
+                    raise ExportError(f"collision mesh {fn} of {urdf} lies outside the asset folder; "
+                                      f"regenerate the asset") from None
+                scale = tuple(float(v) for v in shape.get("scale", "1 1 1").split())
+                shapes.append(CollisionShape("mesh", scale if len(scale) == 3 else scale * 3, origin, rel))
+    if not shapes:
+        shapes = [CollisionShape("mesh", (1.0, 1.0, 1.0), np.eye(4), rel) for rel in asset.collision]
+    if not shapes:
+        raise ExportError(f"asset {asset.id[:12]} ({asset.category}) has no collision geometry; regenerate it")
+    return shapes
