@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS := llm,usd,mjcf,rl,dev
+EXTRAS := llm,usd,mjcf,rl,ray,dev
 
 .PHONY: demo test lint install clean
 

@@ -132,3 +132,14 @@ def test_cli_bad_prompt_exits_2(tmp_path, capsys):
     assert ei.value.code == 2
     err = capsys.readouterr().err
     assert "spaceship" in err and len(err.strip().splitlines()) == 1
+
+
+def test_ray_backend_gives_the_same_pack(baseline, tmp_path, cache):
+    import ray  # the ray extra is installed by `make test`
+
+    try:
+        pack = generate(PROMPT, 3, tmp_path / "ray", seed=5, config=replace(CFG, workers=2, backend="ray"),
+                        cache_dir=cache, progress=False)
+    finally:
+        ray.shutdown()
+    assert pack.content_hash == baseline.content_hash
