@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS := llm,usd,mjcf,rl,ray,dev
+EXTRAS := llm,usd,mjcf,rl,ray,diffusion,dev
 
 .PHONY: demo test lint install clean
 

@@ -59,7 +59,13 @@ class PipelineConfig:
     designer: str = "rules"
     """Scene designer backend (``rules`` offline, ``llm``)."""
     assets: str = "procedural"
-    """Asset source: ``procedural``, ``shap-e`` or ``library:DIR``."""
+    """Asset source: ``procedural``, ``textured``, ``shap-e`` or ``library:DIR``."""
+    shap_e_model: str | None = None
+    """Shap-E weights (local folder or hub id) for ``assets="shap-e"``."""
+    texture_model: str | None = None
+    """Text-to-image weights for ``assets="textured"``."""
+    device: str | None = None
+    """Torch device of the diffusers backends (``cpu``, ``cuda``; None picks)."""
     workers: int = 1
     """Parallel workers (1 runs in this process)."""
     backend: str = "process"
@@ -170,7 +176,9 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
     secs: dict[str, float] = {}
     try:
         graph = SceneGraph.from_dict(graph_data)
-        source = resolve_source(config.assets, cache_dir=cache_dir, collision=config.collision)
+        options = {k: v for k, v in (("shap_e_model", config.shap_e_model), ("texture_model", config.texture_model),
+                                     ("device", config.device)) if v is not None}
+        source = resolve_source(config.assets, cache_dir=cache_dir, collision=config.collision, **options)
         assets = {}
         for obj in graph.objects():
             attrs = {k: v for k, v in obj.attributes.items() if k != "instance_seed"}

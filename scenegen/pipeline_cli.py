@@ -25,7 +25,10 @@ Examples:
 @click.option("--robot", default="panda", show_default=True, help="Registered robot name.")
 @click.option("--designer", default="rules", show_default=True, help="Scene designer: rules (offline) or llm.")
 @click.option("--assets", "asset_source", default="procedural", show_default=True,
-              help="Asset source: procedural, shap-e or library:DIR.")
+              help="Asset source: procedural, textured, shap-e or library:DIR.")
+@click.option("--shap-e-model", default=None, help="Shap-E weights: a local folder or hub id (--assets shap-e).")
+@click.option("--texture-model", default=None, help="Text-to-image weights for --assets textured.")
+@click.option("--device", default=None, help="Torch device of the diffusers backends (cpu, cuda).")
 @click.option("--backend", type=click.Choice(["process", "ray"]), default="process", show_default=True,
               help="Where attempts run: local processes or a Ray cluster.")
 @click.option("--ray-address", default=None, help="Ray cluster address (with --backend ray).")
@@ -42,7 +45,8 @@ Examples:
 @click.option("--vlm", is_flag=True, help="Add the VLM judge to QA (SCENEGEN_VLM_BASE_URL/MODEL/API_KEY).")
 @click.option("--keep-rejected", is_flag=True, help="Keep QA-rejected scenes in OUT/rejected/ for inspection.")
 def generate(prompt: str, n: int, out: str, seed: int, workers: int, robot: str, designer: str,
-             asset_source: str, backend: str, ray_address: str | None, attempts_per_scene: float,
+             asset_source: str, shap_e_model: str | None, texture_model: str | None, device: str | None,
+             backend: str, ray_address: str | None, attempts_per_scene: float,
              time_budget: float, cache_dir: str | None, fast_collision: bool, quiet: bool, run_qa: bool,
              checks: str | None, vlm: bool, keep_rejected: bool) -> None:
     """Generate N physically settled scenes for PROMPT into a pack folder."""
@@ -51,7 +55,8 @@ def generate(prompt: str, n: int, out: str, seed: int, workers: int, robot: str,
     from scenegen.pipeline import generate as run
 
     base = PipelineConfig()
-    cfg = PipelineConfig(designer=designer, assets=asset_source, workers=workers, backend=backend,
+    cfg = PipelineConfig(designer=designer, assets=asset_source, shap_e_model=shap_e_model,
+                         texture_model=texture_model, device=device, workers=workers, backend=backend,
                          ray_address=ray_address, attempts_per_scene=attempts_per_scene,
                          time_budget_s=time_budget, scene=replace(base.scene, robot=robot),
                          collision=CollisionConfig.fast() if fast_collision else CollisionConfig())
