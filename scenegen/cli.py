@@ -17,6 +17,7 @@ from scenegen import __version__
 from scenegen.errors import ScenegenError
 
 # command name -> "module:attribute"; a module missing from this checkout is hidden.
+# Policy training commands (train, eval, ablate) join here from rl/cli.py when they exist.
 COMMANDS: dict[str, str] = {
     "design": "scenegen.design.cli:design",
     "catalog": "scenegen.design.cli:catalog",
@@ -28,9 +29,6 @@ COMMANDS: dict[str, str] = {
     "qa": "qa.cli:qa",
     "export": "scenegen.export.cli:export",
     "demos": "rl.cli:demos",
-    "train": "rl.cli:train",
-    "eval": "rl.cli:evaluate",
-    "ablate": "rl.cli:ablate",
 }
 
 EPILOG = """\b
@@ -56,7 +54,7 @@ class LazyGroup(click.Group):
         if cmd_name not in COMMANDS or not _available(cmd_name):
             return None
         module, attr = COMMANDS[cmd_name].split(":")
-        return getattr(importlib.import_module(module), attr)
+        return getattr(importlib.import_module(module), attr, None)
 
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
