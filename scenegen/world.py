@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from scenegen.assets.base import Asset
+from scenegen.assets.urdf import ROLLING_FRICTION, SPINNING_FRICTION
 from scenegen.camera import make_preview  # noqa: F401 - re-exported for callers of the world
 from scenegen.errors import AssetError, ConfigError
 from scenegen.geometry import link_pose, set_link_pose
@@ -39,9 +40,9 @@ class WorldConfig:
     """Gravity along z (m/s^2)."""
     ground_z: float = -0.75
     """Height of the ground plane, relative to the table top."""
-    rolling_friction: float = 0.001
-    """Rolling friction of every object (stops round objects rolling forever)."""
-    spinning_friction: float = 0.001
+    rolling_friction: float = ROLLING_FRICTION
+    """Rolling friction of every object (stops round objects rolling forever); the URDFs' value."""
+    spinning_friction: float = SPINNING_FRICTION
     """Spinning friction of every object."""
     hold_robot: bool = True
     """Hold the robot's joints at home with position motors."""

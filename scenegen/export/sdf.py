@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from scenegen.assets.base import Asset
+from scenegen.assets.urdf import ROLLING_FRICTION, SPINNING_FRICTION
 from scenegen.errors import ExportError
 from scenegen.export._common import (
     GROUND_BELOW_TABLE,
@@ -259,7 +260,8 @@ def load_sdf(path: str | Path, client: int = 0) -> dict[str, int]:
         mu = models[name].find("link/collision/surface/friction/ode/mu")
         rest = models[name].find("link/collision/surface/bounce/restitution_coefficient")
         if mu is not None:
-            p.changeDynamics(uid, -1, lateralFriction=float(mu.text), physicsClientId=client)
+            p.changeDynamics(uid, -1, lateralFriction=float(mu.text), rollingFriction=ROLLING_FRICTION,
+                             spinningFriction=SPINNING_FRICTION, physicsClientId=client)
         if rest is not None:
             p.changeDynamics(uid, -1, restitution=float(rest.text), physicsClientId=client)
     home_file = path.parent / "robot" / "home.json"
