@@ -1,8 +1,8 @@
 """Benchmark ``scenegen generate``: seconds per scene and scenes per minute.
 
-Runs N accepted scenes for a prompt with a cold asset cache (a fresh folder, so every
-CoACD decomposition runs) and then with a warm one (same cache, new pack folder), for
-each worker count. QA is off: this measures the generation pipeline itself.
+Runs N accepted scenes for a prompt once with a cold asset cache (a fresh folder, so every
+CoACD decomposition runs), then with the warm cache (new pack folders) for each worker
+count. QA is off: this measures the generation pipeline itself.
 
 Usage::
 
@@ -44,24 +44,23 @@ def main() -> None:
     ap.add_argument("--prompt", default="put the banana in the bowl")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--skip-cold", action="store_true", help="Only warm runs (cache filled by one cold run).")
+    ap.add_argument("--cold-workers", type=int, default=2, help="Workers of the cold-cache run.")
     ap.add_argument("-o", default=str(HERE / "generate.json"))
     args = ap.parse_args()
     root = Path(tempfile.mkdtemp(prefix="scenegen-bench-"))
+    cache = root / "cache"
     results = []
     try:
+        # One cold run (empty cache: every CoACD decomposition runs), then warm runs per worker count.
+        cold = run(args.prompt, args.n, args.cold_workers, cache, root / "cold", args.seed)
+        cold["cache"] = "cold"
+        results.append(cold)
+        print(json.dumps(cold), flush=True)
         for w in args.workers:
-            cache = root / f"cache_w{w}"
-            cold = run(args.prompt, args.n, w, cache, root / f"cold_w{w}", args.seed)
-            cold["cache"] = "cold"
-            results.append(cold)
-            print(json.dumps(cold))
             warm = run(args.prompt, args.n, w, cache, root / f"warm_w{w}", args.seed)
             warm["cache"] = "warm"
             results.append(warm)
-            print(json.dumps(warm))
-            if args.skip_cold:
-                results.remove(cold)
+            print(json.dumps(warm), flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     doc = {"benchmark": "generate", "prompt": args.prompt, "date": time.strftime("%Y-%m-%d"),

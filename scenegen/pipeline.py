@@ -19,6 +19,7 @@ import multiprocessing
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -140,13 +141,15 @@ def _reason(exc: BaseException) -> str:
 
 def acceptance(world: Any, report: Any, cfg: AcceptConfig) -> str:
     """Return why a settled world is not acceptable, or ``""`` when it is."""
-    from scenegen.relations import relation_holds
+    from scenegen.relations import relation_holds, z_range
 
     scene = world.scene
     if cfg.require_rest and not report.at_rest:
         return f"not at rest: {', '.join(report.moving[:4])} still moving after {report.seconds:.1f}s"
+    poses = world.poses()
     for n in world.objects():
-        if world.aabb(n)[0][2] < scene.table_height - cfg.fall_margin:
+        # the asset's own extents, not getAABB (which pads primitives by ~2.5 cm)
+        if z_range(poses[n], world.assets[n].extents)[0] < scene.table_height - cfg.fall_margin:
             return f"fell off the table: {n}"
     depth, pair = world.max_penetration()
     if depth > cfg.max_penetration:
@@ -238,9 +241,10 @@ def _results(tasks: Iterator[tuple], config: PipelineConfig) -> tuple[Iterator[A
         if not ray.is_initialized():
             ray.init(address=config.ray_address, ignore_reinit_error=True, log_to_driver=False)
         pool = RayPool(processes=config.workers)
-    else:
-        pool = multiprocessing.get_context("spawn").Pool(config.workers)
-    return pool.imap(_attempt_task, tasks, chunksize=1), pool.terminate
+        return pool.imap(_attempt_task, tasks, chunksize=1), pool.terminate
+    # Not multiprocessing.Pool: its workers are daemonic and could not start the CoACD helper process.
+    ex = ProcessPoolExecutor(config.workers, mp_context=multiprocessing.get_context("spawn"))
+    return ex.map(_attempt_task, list(tasks)), lambda: ex.shutdown(wait=False, cancel_futures=True)
 
 
 @dataclass
