@@ -1,0 +1,44 @@
+"""Helpers shared by the checks: saving and restoring the simulator state, task objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from scenegen.scene import Scene
+
+
+@contextmanager
+def preserved(world: Any) -> Iterator[None]:
+    """Save the PyBullet state of ``world`` and restore it on exit (poses, velocities, joints)."""
+    import pybullet as p
+
+    state = p.saveState(physicsClientId=world.client)
+    try:
+        yield
+    finally:
+        p.restoreState(state, physicsClientId=world.client)
+        p.removeState(state, physicsClientId=world.client)
+
+
+def task_nodes(scene: Scene) -> tuple[list[str], list[str]]:
+    """Targets and receptacles of a scene: their roles, plus the subjects and objects of its goals."""
+    graph = scene.graph
+    support = graph.support_id
+    targets = {o.id for o in graph.objects("target")}
+    receptacles = {o.id for o in graph.objects("receptacle")}
+    for goal in graph.goals:
+        if goal.subject in graph:
+            targets.add(goal.subject)
+        if goal.object is not None and goal.object in graph and goal.object != support:
+            receptacles.add(goal.object)
+    receptacles -= targets
+    targets.discard(support)  # type: ignore[arg-type]
+    return sorted(targets), sorted(receptacles)
+
+
+def join_failures(failures: list[str], limit: int = 4) -> str:
+    """``"a; b; c"`` for up to ``limit`` failures, then how many more."""
+    head = "; ".join(failures[:limit])
+    return head + (f"; (+{len(failures) - limit} more)" if len(failures) > limit else "")

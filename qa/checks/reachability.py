@@ -1,0 +1,178 @@
+"""Reachability check: IK reaches pre-grasp and place poses; each target's grasp width fits the gripper.
+
+For each pose, PyBullet's ``calculateInverseKinematics`` (with joint limits and the home
+pose as rest pose) is called, its solution is set on the joints (clipped to the limits)
+and the end-effector link's pose is read back: the pose counts as reached when the
+position error and the tilt of the approach axis are within tolerance. The orientation
+asked for is the end effector's home orientation (top-down for the Panda) turned by
+the object's yaw (or by 90 degrees more, or not at all: the first grasp yaw that works).
+The simulator state is restored afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from qa.checks._common import join_failures, preserved, task_nodes
+from qa.config import QAConfig, ReachabilityConfig
+from qa.result import CheckResult
+from scenegen.relations import axis_angle_quat, box_center, quat_matrix, quat_mul, z_range
+from scenegen.scene import Pose, Scene
+
+NAME = "reachability"
+_DIRS = {"left_of": (0.0, 1.0), "right_of": (0.0, -1.0), "in_front_of": (-1.0, 0.0), "behind": (1.0, 0.0),
+         "near": (-1.0, 0.0)}
+
+
+class _Arm:
+    """The robot's movable joints, their limits and its home end-effector pose."""
+
+    def __init__(self, world: Any) -> None:
+        p, c, r = world._p, world.client, world.robot_id
+        self.p, self.c, self.r, self.world = p, c, r, world
+        self.movable: list[int] = []
+        lo, hi = [], []
+        for j in range(p.getNumJoints(r, physicsClientId=c)):
+            info = p.getJointInfo(r, j, physicsClientId=c)
+            if info[2] == p.JOINT_FIXED:
+                continue
+            self.movable.append(j)
+            a, b = float(info[8]), float(info[9])
+            if b <= a:  # continuous joint
+                a, b = -2 * math.pi, 2 * math.pi
+            lo.append(a)
+            hi.append(b)
+        self.lo, self.hi = np.array(lo), np.array(hi)
+        home = dict(zip(world.arm_joints + world.finger_joints, world.robot.home, strict=True))
+        self.rest = [float(home.get(j, 0.0)) for j in self.movable]
+        self.set(self.rest)
+        self.home_orn = world.link_pose(world.robot.ee_link).orientation
+        self.home_axis = quat_matrix(self.home_orn)[:, 2]
+
+    def set(self, q: list[float]) -> None:
+        qs = np.clip(np.asarray(q, dtype=float), self.lo, self.hi)
+        for j, v in zip(self.movable, qs, strict=True):
+            self.p.resetJointState(self.r, j, float(v), 0.0, physicsClientId=self.c)
+
+    def reach(self, pos: np.ndarray, yaw: float, rc: ReachabilityConfig) -> dict:
+        """Reach ``pos`` top-down at the first grasp yaw that works, else return the closest miss.
+
+        The yaws tried suit a parallel gripper: ``yaw``, ``yaw + 90 deg`` and 0, each folded into +-90 deg.
+        """
+        best: dict | None = None
+        for cand in (yaw, yaw + math.pi / 2, 0.0):
+            res = self._solve(pos, _fold(cand), rc)
+            if res["reached"]:
+                return res
+            if best is None or res["error"] < best["error"]:
+                best = res
+        assert best is not None
+        return best
+
+    def _solve(self, pos: np.ndarray, yaw: float, rc: ReachabilityConfig) -> dict:
+        """Solve IK for ``pos`` with the home orientation turned by ``yaw``; return the errors."""
+        p, w = self.p, self.world
+        orn = quat_mul(axis_angle_quat((0.0, 0.0, 1.0), yaw), self.home_orn)
+        self.set(self.rest)
+        err, ang = float("inf"), 180.0
+        for _ in range(rc.ik_restarts):
+            q = p.calculateInverseKinematics(
+                self.r, w.ee_link, [float(x) for x in pos], list(orn), lowerLimits=self.lo.tolist(),
+                upperLimits=self.hi.tolist(), jointRanges=(self.hi - self.lo).tolist(), restPoses=self.rest,
+                maxNumIterations=rc.ik_iterations, residualThreshold=1e-5, physicsClientId=self.c)
+            self.set(list(q))
+            got = w.link_pose(w.robot.ee_link)
+            err = float(np.linalg.norm(np.asarray(got.position) - pos))
+            axis = quat_matrix(got.orientation)[:, 2]
+            ang = math.degrees(math.acos(float(np.clip(axis @ self.home_axis, -1.0, 1.0))))
+            if err <= rc.position_tol and ang <= rc.orientation_tol_deg:
+                break
+        ok = err <= rc.position_tol and ang <= rc.orientation_tol_deg
+        return {"position": [round(float(x), 4) for x in pos], "yaw_deg": round(math.degrees(yaw), 1), "error": err,
+                "tilt_deg": ang, "reached": ok}
+
+
+def _fold(yaw: float) -> float:
+    """The same parallel-jaw grasp yaw within [-90, 90) degrees (the jaws are symmetric)."""
+    return (yaw + math.pi / 2) % math.pi - math.pi / 2
+
+
+def _yaw(pose: Pose) -> float:
+    m = quat_matrix(pose.orientation)
+    return math.atan2(m[1, 0], m[0, 0])
+
+
+def _place_point(world: Any, scene: Scene, subj: str, pred: str, obj: str, rc: ReachabilityConfig) -> np.ndarray:
+    poses = world.poses()
+    se, oe = world.assets[subj].extents, world.assets[obj].extents
+    oc = box_center(poses[obj], oe)
+    height = float(se[2])
+    if pred in ("on", "in"):
+        top = z_range(poses[obj], oe)[1]
+        return np.array([oc[0], oc[1], top + height + rc.place_height])
+    d = np.asarray(_DIRS[pred])
+    off = 0.5 * (max(oe[:2]) + max(se[:2])) + 0.03
+    return np.array([oc[0] + d[0] * off, oc[1] + d[1] * off, scene.table_height + height + rc.place_height])
+
+
+def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
+    """Check that the robot can reach above each target and each goal's place pose, and grip each target.
+
+    Args:
+        scene: the scene (roles and goals).
+        world: the settled world; its state is restored afterwards.
+        cfg: QA settings (``cfg.reachability``).
+
+    Returns:
+        A :class:`CheckResult`; ``metrics["poses"]`` lists every pose tried with its IK error and
+        tilt, ``metrics["grasp"]`` every target's grasp width against the gripper's opening.
+
+    """
+    rc = cfg.reachability
+    targets, _ = task_nodes(scene)
+    targets = [t for t in targets if t in world.body_of and t != scene.graph.support_id]
+    failures: list[str] = []
+    poses_out: list[dict] = []
+    grasp_out: list[dict] = []
+    opening = float(world.robot.max_opening)
+    with preserved(world):
+        arm = _Arm(world)
+        current = world.poses()
+        for t in targets:
+            ext = world.assets[t].extents
+            c = box_center(current[t], ext)
+            top = z_range(current[t], ext)[1]
+            res = arm.reach(np.array([c[0], c[1], top + rc.pregrasp_height]), _yaw(current[t]), rc)
+            res.update({"kind": "pre-grasp", "object": t})
+            poses_out.append(res)
+            if not res["reached"]:
+                failures.append(f"out of reach: pre-grasp above {t} (IK misses by {res['error'] * 100:.1f} cm, "
+                                f"tilt {res['tilt_deg']:.0f} deg; tol {rc.position_tol * 100:.1f} cm)")
+            grasp = world.assets[t].grasp or {}
+            width = float(grasp.get("width", min(ext[:2])))
+            fits = width + rc.width_margin <= opening
+            grasp_out.append({"object": t, "mode": grasp.get("mode", "top"), "width": width,
+                              "max_opening": opening, "fits": fits})
+            if not fits:
+                failures.append(f"too wide to grasp: {t} is {width * 100:.1f} cm across its grasp, the gripper "
+                                f"opens {opening * 100:.1f} cm (margin {rc.width_margin * 100:.1f} cm)")
+        for goal in scene.graph.goals:
+            if goal.object is None or goal.predicate == "far_from" or goal.subject not in world.body_of \
+                    or goal.object not in world.body_of:
+                continue
+            pos = _place_point(world, scene, goal.subject, goal.predicate, goal.object, rc)
+            res = arm.reach(pos, _yaw(current[goal.object]), rc)
+            res.update({"kind": "place", "object": goal.object, "goal": f"{goal.subject} {goal.predicate} "
+                        f"{goal.object}"})
+            poses_out.append(res)
+            if not res["reached"]:
+                failures.append(f"out of reach: place pose for {res['goal']} (IK misses by "
+                                f"{res['error'] * 100:.1f} cm, tilt {res['tilt_deg']:.0f} deg)")
+    n = len(poses_out) + len(grasp_out)
+    good = sum(r["reached"] for r in poses_out) + sum(g["fits"] for g in grasp_out)
+    return CheckResult(NAME, not failures, good / n if n else 1.0, join_failures(failures),
+                       {"poses": poses_out, "grasp": grasp_out,
+                        "max_error": max((r["error"] for r in poses_out), default=0.0)})
