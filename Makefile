@@ -20,7 +20,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/scenegen design "put the banana in the bowl" -n 8 -o out/demo
+	$(BIN)/scenegen generate "put the banana in the bowl" -n 8 -o out/demo
+	@echo "contact sheet: out/demo/contact_sheet.png"
 
 test: $(STAMP)
 	$(BIN)/ruff check scenegen qa rl tests benchmarks
