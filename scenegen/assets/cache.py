@@ -20,6 +20,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -171,3 +172,17 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def fetch_or_build(key: str, build: Callable[[Path], Asset], cache_dir: str | os.PathLike | None = None,
+                   timings: dict | None = None) -> Asset:
+    """Return the cached asset of ``key``, building and storing it first when absent.
+
+    ``timings`` (if given) receives ``cached`` (a hit or not) and ``total`` seconds.
+    """
+    t0 = time.perf_counter()
+    hit = lookup(key, cache_dir)
+    asset = hit if hit is not None else store(key, build, cache_dir)
+    if timings is not None:
+        timings.update({"cached": hit is not None, "total": time.perf_counter() - t0})
+    return asset

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from scenegen.assets.base import Asset
-from scenegen.assets.cache import asset_key, lookup, store
+from scenegen.assets.cache import asset_key, fetch_or_build
 from scenegen.assets.collision import CollisionConfig
 from scenegen.assets.diffusion import ShapEBackend, ShapEConfig, TextureBackend, TextureConfig
 from scenegen.assets.generate import finalize_asset, validate_attributes
@@ -108,13 +108,6 @@ def generate_shap_e_asset(category: str, seed: int = 0, attributes: dict | None 
     key = asset_key(cat, source, seed, attrs, collision=col, max_faces=max_faces,
                     generator_version=f"shap-e/{DIFFUSION_VERSION}", material=material,
                     extra={"prompt": prompt, "shap_e": config.to_dict()})
-    t0 = time.perf_counter()
-    hit = lookup(key, cache_dir)
-    if hit is not None:
-        if timings is not None:
-            timings.update({"cached": True, "total": time.perf_counter() - t0})
-        return hit
-
     def build(folder: Path) -> Asset:
         tm = time.perf_counter()
         errors = []
@@ -144,10 +137,7 @@ def generate_shap_e_asset(category: str, seed: int = 0, attributes: dict | None 
         return finalize_asset(pm, cat, source, seed, attrs, asset_id=key, out_dir=folder, collision=col,
                               cache_dir=cache_dir, catalog=catalog, max_faces=max_faces, timings=timings)
 
-    asset = store(key, build, cache_dir)
-    if timings is not None:
-        timings.update({"cached": False, "total": time.perf_counter() - t0})
-    return asset
+    return fetch_or_build(key, build, cache_dir, timings)
 
 
 def textured_asset(category: str, seed: int = 0, attributes: dict | None = None,
@@ -196,13 +186,6 @@ def textured_asset(category: str, seed: int = 0, attributes: dict | None = None,
     key = asset_key(cat, source, seed, attrs, collision=col, max_faces=max_faces,
                     generator_version=f"{GENERATOR_VERSION}+texture/{DIFFUSION_VERSION}", material=material,
                     extra={"prompt": prompt, "texture": tcfg.to_dict(), "projection": projection})
-    t0 = time.perf_counter()
-    hit = lookup(key, cache_dir)
-    if hit is not None:
-        if timings is not None:
-            timings.update({"cached": True, "total": time.perf_counter() - t0})
-        return hit
-
     def build(folder: Path) -> Asset:
         tm = time.perf_counter()
         pm = build_mesh(cat, np.random.default_rng(seed), attrs, max_faces)
@@ -216,7 +199,4 @@ def textured_asset(category: str, seed: int = 0, attributes: dict | None = None,
         return finalize_asset(pm, cat, source, seed, attrs, asset_id=key, out_dir=folder, collision=col,
                               cache_dir=cache_dir, catalog=catalog, max_faces=max_faces, timings=timings)
 
-    asset = store(key, build, cache_dir)
-    if timings is not None:
-        timings.update({"cached": False, "total": time.perf_counter() - t0})
-    return asset
+    return fetch_or_build(key, build, cache_dir, timings)

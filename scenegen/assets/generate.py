@@ -18,7 +18,7 @@ import numpy as np
 import trimesh
 
 from scenegen.assets.base import Asset
-from scenegen.assets.cache import asset_key, lookup, store
+from scenegen.assets.cache import asset_key, fetch_or_build
 from scenegen.assets.collision import CollisionConfig, build_collision
 from scenegen.assets.physics import compute_physics
 from scenegen.assets.procedural import GENERATOR_VERSION, ProceduralMesh, build_mesh
@@ -206,13 +206,6 @@ def generate_asset(category: str, seed: int = 0, attributes: dict | None = None,
     material = catalog.materials[attrs.get("material", cat.material)]
     key = asset_key(cat, "procedural", seed, attrs, collision=config, max_faces=max_faces,
                     generator_version=GENERATOR_VERSION, material=material)
-    t0 = time.perf_counter()
-    hit = lookup(key, cache_dir)
-    if hit is not None:
-        if timings is not None:
-            timings.update({"cached": True, "total": time.perf_counter() - t0})
-        return hit
-
     def build(folder: Path) -> Asset:
         tm = time.perf_counter()
         pm = build_mesh(cat, np.random.default_rng(seed), attrs, max_faces)
@@ -222,7 +215,4 @@ def generate_asset(category: str, seed: int = 0, attributes: dict | None = None,
                               collision=config, cache_dir=cache_dir, catalog=catalog,
                               max_faces=max_faces, timings=timings)
 
-    asset = store(key, build, cache_dir)
-    if timings is not None:
-        timings.update({"cached": False, "total": time.perf_counter() - t0})
-    return asset
+    return fetch_or_build(key, build, cache_dir, timings)
