@@ -27,9 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from rl.envs import PickPlaceEnv
-from rl.expert import rollout
 from scenegen.assets.collision import CollisionConfig
 from scenegen.pipeline import PipelineConfig, generate
+from scenegen.sim.camera import render_camera
+from scenegen.tasks.expert import rollout
 
 PROMPTS = ("put the banana in the bowl", "put the apple on the plate", "put the red block in the bin",
            "put the apple and the banana in the bowl")
@@ -50,7 +51,7 @@ class Reference:
     DESIGN_RENDER_MS = 14.0
 
     def __init__(self, pack: object) -> None:
-        from scenegen.world import World
+        from scenegen.sim.world import World
 
         scene = pack.scene(pack.scene_ids[0])
         self.world = World.build(scene, pack.asset_lookup)
@@ -76,7 +77,7 @@ class Reference:
         """CPU ms of a 64x64 front frame with the stock meshes."""
         c0 = time.process_time()
         for _ in range(k):
-            self.world.render("front", 64, 64)
+            render_camera(self.world, "front", 64, 64)
         return (time.process_time() - c0) / k * 1000
 
     def take(self) -> float:

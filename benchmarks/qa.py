@@ -31,9 +31,9 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 from qa.config import QAConfig  # noqa: E402
 from qa.loop import failure_kinds, generate_with_qa  # noqa: E402
 from qa.report import check_stats  # noqa: E402
-from scenegen.pack import load_pack  # noqa: E402
+from scenegen.pack.reader import load_pack  # noqa: E402
 from scenegen.pipeline import PipelineConfig  # noqa: E402
-from scenegen.world import WorldConfig  # noqa: E402
+from scenegen.sim.world import WorldConfig  # noqa: E402
 
 WORLD_FIELDS = {f.name for f in fields(WorldConfig)}
 

@@ -170,7 +170,7 @@ class ReachabilityConfig:
 
 @dataclass(frozen=True)
 class FeasibilityConfig:
-    """The privileged scripted expert (``rl.expert.run_expert``), when it is installed."""
+    """The privileged scripted expert (``scenegen.tasks.expert.run_expert``), when it is installed."""
 
     max_steps: int = 400
     """Step budget of one expert episode."""

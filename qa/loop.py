@@ -25,7 +25,7 @@ from typing import Any
 from qa.checks import CHECKS
 from qa.config import CHECK_ORDER, QAConfig
 from qa.result import CheckResult, QAReport
-from scenegen.errors import ConfigError, ScenegenError
+from scenegen.errors import BudgetError, ConfigError, ScenegenError
 from scenegen.scene import Scene
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ def run_checks(scene: Scene, world: Any, cfg: QAConfig | None = None, names: tup
 
     Args:
         scene: the scene the world was built from.
-        world: its :class:`~scenegen.world.World`, settled.
+        world: its :class:`~scenegen.sim.world.World`, settled.
         cfg: thresholds (default :class:`QAConfig`).
         names: checks to run (default ``cfg.checks``); they run in :data:`~qa.config.CHECK_ORDER`.
 
@@ -188,7 +188,7 @@ def generate_with_qa(prompt: str, n: int, out: str | os.PathLike, seed: int = 0,
 
     """
     from qa.report import build_report, run_message, write_report
-    from scenegen.pack import load_pack
+    from scenegen.pack.reader import load_pack
     from scenegen.pipeline import PipelineConfig, generate
 
     cfg = config or PipelineConfig()
@@ -197,9 +197,8 @@ def generate_with_qa(prompt: str, n: int, out: str | os.PathLike, seed: int = 0,
     try:
         generate(prompt, n, out, seed, cfg, cache_dir=cache_dir, progress=progress, checker=QAChecker(qa_cfg),
                  on_reject=keeper)
-    except ScenegenError as exc:
-        if type(exc) is not ScenegenError:  # the budget message is a plain ScenegenError; others propagate
-            raise
+    except BudgetError:
+        pass  # the pack keeps what was accepted; the report below says how many and why
     pack = load_pack(out)
     run = dict(pack.manifest.get("summary", {}).get("run", {}))
     records = [q for q in (pack.qa(s) for s in pack.scene_ids) if q]

@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 
 def _world_config(config: dict) -> Any:
-    from scenegen.world import WorldConfig
+    from scenegen.sim.world import WorldConfig
 
     data = config.get("world") if isinstance(config.get("world"), dict) else {}
     known = {f.name for f in fields(WorldConfig)}
@@ -45,8 +45,8 @@ def recheck_pack(pack_dir: str | os.PathLike, qa_cfg: QAConfig | None = None, *,
     """
     from tqdm import tqdm
 
-    from scenegen.pack import load_pack
-    from scenegen.world import World
+    from scenegen.pack.reader import load_pack
+    from scenegen.sim.world import World
 
     cfg = qa_cfg or QAConfig()
     pack = load_pack(pack_dir)

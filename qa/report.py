@@ -152,7 +152,8 @@ def write_report(root: str | os.PathLike, report: dict) -> tuple[Path, Path]:
         PackError: the folder is not a pack or is locked by another writer.
 
     """
-    from scenegen.pack import PackWriter, load_pack
+    from scenegen.pack.reader import load_pack
+    from scenegen.pack.writer import PackWriter
 
     pack = load_pack(root)
     writer = PackWriter(pack.root, pack.prompt, pack.seed, pack.config)

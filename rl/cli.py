@@ -17,7 +17,7 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
                  cameras: tuple[str, ...] = ("front",), max_steps: int = 300, max_attempts: int | None = None,
                  pointcloud: bool = False, randomize: bool = False, overwrite: bool = False,
                  progress: bool = True) -> dict:
-    """Record ``n`` successful expert episodes of the pack's scenes into ``out`` (see :mod:`rl.data`).
+    """Record ``n`` successful expert episodes of the pack's scenes into ``out`` (see :mod:`rl.data.demos`).
 
     Episode ``i`` resets with seed ``seed + i`` on scene ``i mod (number of scenes)``; failed
     episodes are counted by reason, not saved.
@@ -34,9 +34,9 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
 
     from tqdm import tqdm
 
-    from rl.data import DemoWriter
+    from rl.data.demos import DemoWriter
     from rl.envs import DRConfig, PickPlaceEnv
-    from rl.expert import ScriptedExpert, rollout
+    from scenegen.tasks.expert import ScriptedExpert, rollout
 
     if not (isinstance(n, int) and 1 <= n <= 1_000_000):
         raise ConfigError(f"-n {n!r} must be an int in 1..1000000")

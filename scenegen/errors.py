@@ -52,3 +52,11 @@ class ConfigError(ScenegenError):
 
 class BackendError(ScenegenError):
     """An optional backend (LLM, VLM, diffusers, Ray) is missing or failed."""
+
+
+class BudgetError(ScenegenError):
+    """A stage ran out of its attempt or time budget before it produced what was asked."""
+
+
+class StateError(ScenegenError):
+    """An object was used in the wrong state (e.g. ``step()`` before ``reset()``)."""

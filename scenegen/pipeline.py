@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from scenegen.assets.collision import CollisionConfig
-from scenegen.compose import SceneConfig
-from scenegen.errors import ConfigError, ScenegenError
-from scenegen.world import WorldConfig
+from scenegen.errors import BudgetError, ConfigError, ScenegenError
+from scenegen.layout.compose import SceneConfig
+from scenegen.sim.world import WorldConfig
 
 log = logging.getLogger(__name__)
 
@@ -170,10 +170,10 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
                 checker: Callable | None = None) -> Attempt:
     """Turn one graph into a scene (worker side). Never raises for a scene-level failure."""
     from scenegen.assets.sources import resolve_source
-    from scenegen.camera import make_preview
-    from scenegen.compose import build_scene
     from scenegen.graph import SceneGraph
-    from scenegen.world import World
+    from scenegen.layout.compose import build_scene
+    from scenegen.sim.camera import make_preview
+    from scenegen.sim.world import World
 
     t0 = time.perf_counter()
     secs: dict[str, float] = {}
@@ -291,7 +291,7 @@ def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: Pipeli
         on_reject: optional callback receiving each rejected :class:`Attempt` (e.g. to keep it for inspection).
 
     Returns:
-        The :class:`~scenegen.pack.Pack`, whose manifest summary holds the :class:`RunSummary`.
+        The :class:`~scenegen.pack.reader.Pack`, whose manifest summary holds the :class:`RunSummary`.
 
     Raises:
         PromptError: the prompt cannot be turned into graphs.
@@ -302,9 +302,10 @@ def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: Pipeli
     from tqdm import tqdm
 
     from scenegen.assets.base import Asset
+    from scenegen.assets.preview import contact_sheet
     from scenegen.design import design
-    from scenegen.pack import PackWriter, load_pack
-    from scenegen.render import contact_sheet
+    from scenegen.pack.reader import load_pack
+    from scenegen.pack.writer import PackWriter
     from scenegen.scene import Scene
 
     cfg = config or PipelineConfig()
@@ -367,7 +368,7 @@ def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: Pipeli
         raise
     if accepted < n:
         top = ", ".join(f"{k} x{v}" for k, v in reasons.most_common(4)) or "no attempts"
-        raise ScenegenError(f"only {accepted}/{n} scenes accepted ({stopped_by}); rejections: {top}. "
+        raise BudgetError(f"only {accepted}/{n} scenes accepted ({stopped_by}); rejections: {top}. "
                             f"The pack at {out} keeps the accepted ones; rerun to resume, or raise "
                             "attempts_per_scene / simplify the prompt")
     return pack

@@ -1,4 +1,4 @@
-"""Feasibility check: the privileged scripted expert (``rl.expert.run_expert``) solves the task.
+"""Feasibility check: the privileged scripted expert (``scenegen.tasks.expert.run_expert``) solves the task.
 
 The expert lives in the ``rl`` package and is imported only when this check runs; when it
 cannot be imported the check is reported as skipped (``passed=True``, ``metrics["skipped"]``),
@@ -19,7 +19,7 @@ NAME = "feasibility"
 
 def _load_expert() -> tuple[Any, str]:
     try:
-        from rl.expert import run_expert
+        from scenegen.tasks.expert import run_expert
     except ImportError as exc:
         return None, f"{type(exc).__name__}: {exc}"
     return run_expert, ""
@@ -35,7 +35,7 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
 
     Returns:
         A :class:`CheckResult` with the expert's success, progress, steps and failure in ``metrics``,
-        or a skipped result when ``rl.expert`` is not available.
+        or a skipped result when ``scenegen.tasks.expert`` is not available.
 
     """
     fc = cfg.feasibility

@@ -82,7 +82,7 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
 
     Args:
         scene: the scene.
-        world: its :class:`~scenegen.world.World` (its ``assets`` are read; nothing is moved).
+        world: its :class:`~scenegen.sim.world.World` (its ``assets`` are read; nothing is moved).
         cfg: QA settings (``cfg.geometry``).
 
     Returns:

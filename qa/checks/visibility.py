@@ -15,6 +15,7 @@ from qa.checks._common import join_failures, preserved, task_nodes
 from qa.config import QAConfig
 from qa.result import CheckResult
 from scenegen.scene import Pose, Scene
+from scenegen.sim.camera import render_camera
 
 NAME = "visibility"
 _FAR = 1000.0
@@ -22,7 +23,7 @@ _FAR = 1000.0
 
 
 def _render_seg(world: Any, camera: str, size: int) -> np.ndarray:
-    _, _, seg = world.render(camera, size or None, size or None)
+    _, _, seg = render_camera(world, camera, size or None, size or None)
     return seg
 
 

@@ -24,6 +24,7 @@ from qa.config import QAConfig, VLMConfig
 from qa.result import CheckResult
 from scenegen.errors import BackendError
 from scenegen.scene import Camera, Scene
+from scenegen.sim.camera import render_camera
 
 NAME = "vlm"
 log = logging.getLogger(__name__)
@@ -65,7 +66,7 @@ def render_views(scene: Scene, world: Any, vc: VLMConfig) -> list[tuple[str, byt
             added = _side_camera(scene, vc.image_size)
             world.scene.cameras.append(added)
         try:
-            rgb, _, _ = world.render(view, vc.image_size, vc.image_size)
+            rgb, _, _ = render_camera(world, view, vc.image_size, vc.image_size)
         finally:
             if added is not None:
                 world.scene.cameras.remove(added)

@@ -6,8 +6,8 @@ import gymnasium as gym
 
 from rl.envs.config import DRConfig, EnvConfig
 from rl.envs.pick_place import PickPlaceEnv
-from rl.envs.scenes import SceneSet
 from rl.envs.vector import make_vec
+from scenegen.tasks.worlds import SceneSet
 
 ENV_ID = "scenegen/PickPlace-v0"
 

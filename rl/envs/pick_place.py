@@ -1,10 +1,9 @@
-"""The pick-and-place gymnasium environment over a scene pack.
+"""The pick-and-place gymnasium environment over a scene pack: a thin wrapper of a task episode.
 
-Each reset draws a scene (seeded, from the pack or a fixed ``scene_ids`` list), restores
-its cached world to the settled state with the robot at home, applies domain
-randomization, and returns the first observation. Actions move the end effector (see
-:mod:`rl.envs.control`); rewards and ``info`` come from the scene graph's goals (see
-:mod:`rl.envs.tasks`).
+The world, arm control, task bookkeeping and observations live in
+:class:`scenegen.tasks.episode.TaskEpisode` (so the scripted expert and QA use the same code
+without gymnasium); this module adds the gymnasium spaces, seeding, domain randomization
+(:mod:`rl.envs.randomization`) and ``render()``.
 
 Observation (a ``Dict``): one ``uint8`` HxWx3 image per name in ``image_keys``
 (``front``, ``wrist``), ``proprio`` (float32: arm and finger joint positions, end-effector
@@ -22,63 +21,23 @@ import numpy as np
 
 from rl.envs import randomization
 from rl.envs.config import EnvConfig, make_config
-from rl.envs.control import ACTION_DIM, ArmController, IKTwin, check_action, twin_key
-from rl.envs.observations import Renderer, instruction_text, nominal_view, observation_space, pick_backend, point_cloud
-from rl.envs.scenes import CachedWorld, SceneSource, WorldCache, as_source, resolve_ids
-from rl.envs.tasks import StepReport, TaskTracker
+from rl.envs.spaces import observation_space
 from scenegen.errors import ConfigError
-from scenegen.robots import get_robot
 from scenegen.scene import Scene
-from scenegen.world import World
-
-
-def _wake(world: World) -> None:
-    """Wake every object and the robot (restarts their sleep timers)."""
-    import pybullet as p
-
-    for body in [world.robot_id, *(world.body_of[n] for n in world.objects())]:
-        p.changeDynamics(body, -1, activationState=p.ACTIVATION_STATE_WAKE_UP, physicsClientId=world.client)
-
-
-def _drop_contacts(world: World, sleeping: bool) -> None:
-    """Forget the last episode's contacts and sleep states before the snapshot is restored.
-
-    ``restoreState`` brings poses, velocities and the saved contacts back, but contact pairs made
-    after the snapshot (a finger on an object) would survive it with their warm-start impulses,
-    and so would the island manager's activation states of bodies that fell asleep: the next
-    episode would depend on the last one. Every body is moved far from every other and collision
-    detection drops every pair; with sleeping on, the bodies are woken and stepped once there, so
-    every collider is active again. The restore then puts everything back.
-    """
-    import pybullet as p
-
-    c = world.client
-    for k in range(p.getNumBodies(physicsClientId=c)):
-        body = p.getBodyUniqueId(k, physicsClientId=c)
-        p.resetBasePositionAndOrientation(body, [1000.0 * (k + 1), 0.0, 0.0], [0.0, 0.0, 0.0, 1.0],
-                                          physicsClientId=c)
-    if sleeping:
-        _wake(world)
-        p.stepSimulation(physicsClientId=c)
-    else:
-        p.performCollisionDetection(physicsClientId=c)
-
-
-class _Runtime:
-    """Per-world helpers, made once per built world."""
-
-    def __init__(self, entry: CachedWorld, cfg: EnvConfig, twin: IKTwin | None) -> None:
-        self.entry = entry
-        self.controller = ArmController(entry.world, cfg, twin)
-        self.task = TaskTracker(entry.world, cfg)
-        self.renderer = Renderer(entry.world, cfg.image_size)
+from scenegen.sim.control import ArmController
+from scenegen.sim.views import Renderer, View, nominal_view
+from scenegen.sim.world import World
+from scenegen.tasks.episode import TaskEpisode
+from scenegen.tasks.tracker import TaskTracker
+from scenegen.tasks.worlds import CachedWorld, SceneSource
 
 
 class PickPlaceEnv(gym.Env):
     """Language-conditioned pick-and-place over the scenes of a pack.
 
     Args:
-        pack: a pack folder, a :class:`~scenegen.pack.Pack` or a :class:`~rl.envs.scenes.SceneSet`.
+        pack: a pack folder, a :class:`~scenegen.pack.reader.Pack` or a
+            :class:`~scenegen.tasks.worlds.SceneSet`.
         config: environment settings (see :class:`~rl.envs.config.EnvConfig`).
         render_mode: ``"rgb_array"`` to allow :meth:`render` (front camera, 256x256), or None.
         **overrides: :class:`EnvConfig` fields that replace those of ``config``.
@@ -97,172 +56,85 @@ class PickPlaceEnv(gym.Env):
         if render_mode not in (None, "rgb_array"):
             raise ConfigError(f"render_mode = {render_mode!r} must be None or 'rgb_array'")
         self.render_mode = render_mode
-        self.source = as_source(pack)
-        self.scene_ids = resolve_ids(self.source, self.cfg.scene_ids)
-        first = self.source.scene(self.scene_ids[0])
-        spec = get_robot(first.robot)
-        self._n_joints = len(spec.arm_joints) + len(spec.finger_joints)
-        self.observation_space = observation_space(self.cfg, self._n_joints)
-        self.action_space = gym.spaces.Box(-1.0, 1.0, (ACTION_DIM,), np.float32)
+        self.episode = TaskEpisode(pack, self.cfg, randomize=self._randomize)
+        self.source = self.episode.source
+        self.scene_ids = self.episode.scene_ids
+        self.cache = self.episode.cache
+        self.observation_space = observation_space(self.cfg, self.episode.n_joints)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (TaskEpisode.action_dim,), np.float32)
         self.metadata = {**self.metadata, "render_fps": int(round(self.cfg.control_hz))}
-        self.cache = WorldCache(self.source, self.cfg)
-        self._runtimes: dict[str, _Runtime] = {}
-        self._twins: dict[tuple, IKTwin] = {}
-        self._rt: _Runtime | None = None
-        self._scene_id: str | None = None
-        self._steps = 0
-        self._last: StepReport | None = None
-        self._dr_info: dict = {}
-        self._pc_rng = np.random.default_rng(0)
-        self._backend = pick_backend(self.cfg.pointcloud_backend) if self.cfg.pointcloud else "numpy"
         self._viewer: Renderer | None = None
+
+    def _randomize(self, entry: CachedWorld, rng: np.random.Generator) -> tuple[View, dict]:
+        if self.cfg.dr is not None:
+            s = randomization.sample(entry, self.cfg.dr, rng)
+            randomization.apply(entry, s)
+            return s.view, s.to_dict()
+        randomization.restore(entry)
+        return nominal_view(entry.world), {}
 
     # ------------------------------------------------------------------ privileged access (expert, tests)
     @property
     def world(self) -> World:
         """The current episode's world."""
-        return self._runtime().entry.world
+        return self.episode.world
 
     @property
     def scene(self) -> Scene:
         """The current episode's scene (robot name as built)."""
-        return self.world.scene
+        return self.episode.scene
 
     @property
     def scene_id(self) -> str | None:
         """Id of the current episode's scene."""
-        return self._scene_id
+        return self.episode.scene_id
 
     @property
     def controller(self) -> ArmController:
         """The current world's end-effector controller."""
-        return self._runtime().controller
+        return self.episode.controller
 
     @property
     def task(self) -> TaskTracker:
         """The current episode's task tracker."""
-        return self._runtime().task
+        return self.episode.task
 
     @property
     def elapsed_steps(self) -> int:
         """Steps taken in the current episode."""
-        return self._steps
-
-    def _runtime(self) -> _Runtime:
-        if self._rt is None:
-            raise ConfigError("the environment has no episode yet; call reset() first")
-        return self._rt
+        return self.episode.elapsed_steps
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
         """Start an episode; ``options={"scene_id": id}`` picks the scene instead of drawing it."""
         super().reset(seed=seed)
-        options = options or {}
-        if options.get("scene_id") is not None:
-            scene_id = resolve_ids(self.source, (str(options["scene_id"]),))[0]
-        else:
-            scene_id = self.scene_ids[int(self.np_random.integers(len(self.scene_ids)))]
-        entry = self.cache.get(scene_id)
-        rt = self._runtimes.get(scene_id)
-        if rt is None or rt.entry is not entry:
-            self._runtimes = {k: v for k, v in self._runtimes.items() if v.entry.world.client >= 0}
-            key = twin_key(entry.world)
-            if self.cfg.ik_refine and key not in self._twins:
-                self._twins[key] = IKTwin(entry.world)
-            rt = self._runtimes[scene_id] = _Runtime(entry, self.cfg, self._twins.get(key))
-        world = entry.world
-        import pybullet as p
-
-        _drop_contacts(world, self.cfg.sleeping)
-        p.restoreState(stateId=entry.state_id, physicsClientId=world.client)
-        if self.cfg.sleeping:
-            _wake(world)
-        world.reset_robot()
-        world.time = 0.0
-        if self.cfg.dr is not None:
-            s = randomization.sample(entry, self.cfg.dr, self.np_random)
-            randomization.apply(entry, s)
-            rt.renderer.view = s.view
-            self._dr_info = s.to_dict()
-        else:
-            randomization.restore(entry)
-            rt.renderer.view = nominal_view(world)
-            self._dr_info = {}
-        self._pc_rng = np.random.default_rng(int(self.np_random.integers(2**62)))
-        rt.controller.reset()
-        rt.task.reset()
-        self._rt, self._scene_id, self._steps = rt, scene_id, 0
-        self._last = rt.task.last
-        info = {"scene_id": scene_id, "instruction": world.scene.graph.instruction, **rt.task.info(self._last)}
-        if self._dr_info:
-            info["dr"] = self._dr_info
-        return self._observe(), info
+        return self.episode.reset(options=options, rng=self.np_random)
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
-        """Apply one action (see :mod:`rl.envs.control`).
+        """Apply one action (see :mod:`scenegen.sim.control`).
 
         Raises:
             ValueError: the action is NaN/inf, outside [-1, 1] or of the wrong shape.
-            ConfigError: no episode was started with :meth:`reset`.
+            StateError: no episode was started with :meth:`reset`.
 
         """
-        a = check_action(action)
-        rt = self._runtime()
-        rt.controller.apply(a)
-        self._steps += 1
-        rep = rt.task.evaluate(rt.controller.closed, rt.controller.gripper_width())
-        self._last = rep
-        terminated = bool((rep.success and self.cfg.terminate_on_success) or rep.subject_lost)
-        truncated = bool(not terminated and self._steps >= self.cfg.max_episode_steps)
-        if truncated and not rep.success:
-            rt.task.flags["timeout"] = True
-        info = {"scene_id": self._scene_id, **rt.task.info(rep)}
-        return self._observe(), float(rep.reward), terminated, truncated, info
+        return self.episode.step(action)
 
     def render(self) -> np.ndarray | None:
         """The front camera at 256x256 (``render_mode="rgb_array"``), else None."""
         if self.render_mode != "rgb_array":
             return None
-        rt = self._runtime()
-        if self._viewer is None or self._viewer.world is not rt.entry.world:
-            self._viewer = Renderer(rt.entry.world, 256)
-        self._viewer.view = rt.renderer.view
+        world = self.episode.world
+        if self._viewer is None or self._viewer.world is not world:
+            self._viewer = Renderer(world, 256)
+        self._viewer.view = self.episode.renderer.view
         return self._viewer.render("front")[0]
 
     def close(self) -> None:
         """Close every cached world."""
-        self._runtimes.clear()
-        self._rt = None
         self._viewer = None
-        self.cache.close()
-        for twin in self._twins.values():
-            twin.close()
-        self._twins.clear()
-
-    # ------------------------------------------------------------------ observation
-    def _observe(self) -> dict:
-        rt = self._runtime()
-        obs: dict[str, Any] = {}
-        depth = None
-        for key in self.cfg.image_keys:
-            want_depth = self.cfg.pointcloud and key == "front"
-            obs[key], d = rt.renderer.render(key, depth=want_depth)
-            depth = d if d is not None else depth
-        if self.cfg.pointcloud:
-            if depth is None:
-                _, depth = rt.renderer.render("front", depth=True)
-            obs["points"] = point_cloud(rt.renderer, depth, self.cfg, self._backend, self._pc_rng)
-        obs["proprio"] = self.proprio()
-        obs["instruction"] = instruction_text(rt.entry.world.scene.graph.instruction, self.cfg.instruction_max_length)
-        return obs
+        self.episode.close()
 
     def proprio(self) -> np.ndarray:
         """Joint positions, end-effector position and quaternion, gripper width (float32)."""
-        rt = self._runtime()
-        q = rt.entry.world.joint_positions()
-        if len(q) != self._n_joints:
-            raise ConfigError(f"scene {self._scene_id[:12]}: its robot has {len(q)} joints, the first scene's "
-                              f"{self._n_joints}; one env needs scenes of one robot")
-        pos, orn = rt.controller.ee_pose()
-        width = rt.controller.gripper_width()
-        return np.asarray([*q, *pos, *orn, width], dtype=np.float32)
+        return self.episode.proprio()

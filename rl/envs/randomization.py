@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rl.envs.config import DRConfig
-from rl.envs.observations import View, nominal_view
-from rl.envs.scenes import CachedWorld
 from scenegen.scene import Light
+from scenegen.sim.views import View, nominal_view
+from scenegen.tasks.worlds import CachedWorld
 
 
 @dataclass

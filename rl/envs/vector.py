@@ -14,8 +14,8 @@ from typing import Any
 import gymnasium as gym
 
 from rl.envs.config import EnvConfig, make_config
-from rl.envs.scenes import SceneSource, as_source, source_path
 from scenegen.errors import ConfigError
+from scenegen.tasks.worlds import SceneSource, as_source, source_path
 
 MODES = ("async", "sync")
 

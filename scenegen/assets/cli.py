@@ -72,7 +72,7 @@ def asset(category: str, seed: int, size: str | None, color: str | None, materia
     click.echo(_summary(a))
     click.echo(f"  took     {seconds:.2f} s")
     if preview:
-        from scenegen.render import render_urdf_thumbnail
+        from scenegen.assets.preview import render_urdf_thumbnail
 
         Path(preview).parent.mkdir(parents=True, exist_ok=True)
         render_urdf_thumbnail(a.urdf_path, 384).save(preview)
@@ -115,8 +115,8 @@ def build_all(seeds: int, sheet: str, workers: int, cache_dir: str | None, tile:
     """
     from tqdm import tqdm
 
+    from scenegen.assets.preview import contact_sheet, render_urdf_thumbnail
     from scenegen.catalog import load_catalog
-    from scenegen.render import contact_sheet, render_urdf_thumbnail
 
     if seeds < 1 or workers < 1:
         raise click.BadParameter("--seeds and --workers must be at least 1")

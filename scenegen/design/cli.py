@@ -108,7 +108,7 @@ def design(prompt: str, n: int, seed: int, out: Path | None, as_json: bool, desi
 
     Without -o or --json a readable summary of each graph is printed.
     """
-    from scenegen.design.variation import design as run_design
+    from scenegen.design.registry import design as run_design
 
     if out is not None and as_json:
         raise ConfigError("give either -o DIR or --json, not both")

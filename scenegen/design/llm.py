@@ -23,7 +23,8 @@ from urllib.parse import urlsplit
 
 from scenegen.catalog import Catalog, load_catalog
 from scenegen.design import llm_prompt
-from scenegen.design.variation import register_designer, variants
+from scenegen.design.registry import register_designer
+from scenegen.design.variation import variants
 from scenegen.errors import BackendError, ConfigError, PromptError
 from scenegen.graph import SceneGraph
 

@@ -26,7 +26,7 @@ from scenegen.errors import ExportError
 from scenegen.scene import Pose, Scene
 
 GROUND_BELOW_TABLE = 0.75
-"""The ground plane lies this far below the table top (as in :class:`scenegen.world.WorldConfig`)."""
+"""The ground plane lies this far below the table top (as in :class:`scenegen.sim.world.WorldConfig`)."""
 ASSET_DIR = "assets"
 """Folder (inside the export folder) holding one sub-folder per asset id."""
 ROBOT_DIR = "robot"

@@ -40,13 +40,13 @@ class RobotVisual:
 
 
 def robot_info(scene: Scene) -> RobotInfo:
-    """Resolve the scene's robot (via :func:`scenegen.robots.get_robot`) to its URDF and home pose.
+    """Resolve the scene's robot (via :func:`scenegen.sim.robots.get_robot`) to its URDF and home pose.
 
     Raises:
         ExportError: the robot is unknown or its URDF is missing.
 
     """
-    from scenegen.robots import get_robot
+    from scenegen.sim.robots import get_robot
 
     name = scene.robot or "panda"
     try:

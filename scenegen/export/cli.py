@@ -39,7 +39,7 @@ def export_pack(pack_path: str | Path, fmt: str, out: str | Path, scene_ids: tup
     """
     from tqdm import tqdm
 
-    from scenegen.pack import load_pack
+    from scenegen.pack.reader import load_pack
 
     exporter = get_exporter(fmt)  # fail on a bad format before touching the pack
     pack = load_pack(pack_path)

@@ -5,7 +5,7 @@ centre of mass, full inertia tensor), the visual mesh as a non-colliding geom (g
 collision geom per collision element of the asset's URDF (group 3): a convex mesh per CoACD /
 hull part, or the native box / cylinder / sphere when the asset uses a primitive proxy, exactly
 as PyBullet simulates it. The table is a static body (no joint) with its box collider, and a
-ground plane lies 0.75 m below the table top, as in :class:`scenegen.world.WorldConfig`.
+ground plane lies 0.75 m below the table top, as in :class:`scenegen.sim.world.WorldConfig`.
 
 Contact settings, tuned so that objects settled in PyBullet stay put in MuJoCo (the
 cross-simulator agreement test: every object within 5 mm and 2 degrees after 1 s):

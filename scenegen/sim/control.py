@@ -1,0 +1,222 @@
+"""End-effector control: action -> commanded pose -> inverse kinematics -> joint position motors.
+
+The controller keeps a *commanded* end-effector pose (position and yaw, the gripper
+pointing down) that each action moves by at most ``max_delta`` metres and
+``max_yaw_delta`` radians, clipped to the workspace; PyBullet's inverse kinematics (with
+joint limits and the home pose as rest pose for the null space) turns it into arm joint
+targets that position motors track for ``substeps`` physics steps.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Protocol
+
+import numpy as np
+
+from scenegen.errors import ConfigError
+from scenegen.relations import quat_matrix
+from scenegen.sim.world import World
+
+ACTION_DIM = 5
+"""dx, dy, dz, dyaw, gripper."""
+
+
+def down_quat(yaw: float) -> tuple[float, float, float, float]:
+    """Quaternion of the gripper pointing down (-z) turned by ``yaw`` about the world z axis."""
+    h = yaw / 2
+    # Rz(yaw) * Rx(pi)
+    return (math.cos(h), math.sin(h), 0.0, 0.0)
+
+
+def yaw_of(orientation: tuple[float, float, float, float]) -> float:
+    """Yaw of a downward gripper orientation (angle of its x axis in the world xy plane)."""
+    r = quat_matrix(orientation)
+    return math.atan2(r[1, 0], r[0, 0])
+
+
+def wrap(angle: float) -> float:
+    """Angle wrapped to [-pi, pi)."""
+    return (angle + math.pi) % (2 * math.pi) - math.pi
+
+
+def check_action(action: object) -> np.ndarray:
+    """Validate an action: 5 finite numbers in [-1, 1].
+
+    Raises:
+        ValueError: wrong shape, NaN/inf, or a value outside [-1, 1] (the message shows it).
+
+    """
+    a = np.asarray(action, dtype=np.float64)
+    if a.shape != (ACTION_DIM,):
+        raise ValueError(f"action must have shape ({ACTION_DIM},) (dx, dy, dz, dyaw, gripper), got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"action {a.tolist()} holds NaN or inf; the policy produced invalid numbers")
+    if np.any(np.abs(a) > 1.0 + 1e-6):
+        raise ValueError(f"action {np.round(a, 4).tolist()} is outside [-1, 1]; clip or squash the policy output")
+    return np.clip(a, -1.0, 1.0)
+
+
+class IKTwin:
+    """A kinematic copy of a robot in its own PyBullet client, for accurate inverse kinematics.
+
+    PyBullet's null-space IK leaves errors of several millimetres. The twin starts from the
+    real robot's joint positions, solves, checks the solution by forward kinematics and
+    shifts the IK target by the residual (a few rounds), without touching the real world.
+    """
+
+    def __init__(self, world: World) -> None:
+        import pybullet as p
+
+        self._p = p
+        self.client = p.connect(p.DIRECT)
+        base = world.scene.robot_base
+        self.robot = p.loadURDF(str(world.robot.urdf_path()), base.position, base.orientation, useFixedBase=True,
+                                physicsClientId=self.client)
+        self.key = twin_key(world)
+
+    def solve(self, dofs: list[int], q_now: list[float], ee_link: int, pos: np.ndarray,
+              orn: tuple[float, float, float, float], ik_kwargs: dict, offset: np.ndarray,
+              rounds: int = 3, tol: float = 5e-4) -> tuple[list[float], np.ndarray]:
+        """Joint positions (every DoF) that put ``ee_link`` at ``pos``/``orn``, starting from ``q_now``.
+
+        ``offset`` is the target shift that corrected the previous solve (a warm start: it changes
+        slowly, so one IK round usually suffices); the new shift is returned with the solution.
+        """
+        p, c = self._p, self.client
+        for j, v in zip(dofs, q_now, strict=True):
+            p.resetJointState(self.robot, j, v, physicsClientId=c)
+        want = np.asarray(pos, dtype=np.float64)
+        shift = np.asarray(offset, dtype=np.float64)
+        q: list[float] = list(q_now)
+        for _ in range(rounds):
+            q = list(p.calculateInverseKinematics(self.robot, ee_link, (want + shift).tolist(), orn,
+                                                  physicsClientId=c, **ik_kwargs))
+            for j, v in zip(dofs, q, strict=True):
+                p.resetJointState(self.robot, j, v, physicsClientId=c)
+            got = np.asarray(p.getLinkState(self.robot, ee_link, computeForwardKinematics=True,
+                                            physicsClientId=c)[4])
+            err = want - got
+            if float(np.linalg.norm(err)) < tol:
+                break
+            shift = np.clip(shift + err, -0.05, 0.05)
+        return q, shift
+
+    def close(self) -> None:
+        """Disconnect the twin's client (idempotent)."""
+        if self.client >= 0:
+            try:
+                self._p.disconnect(physicsClientId=self.client)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+            self.client = -1
+
+
+def twin_key(world: World) -> tuple:
+    """Worlds with equal keys can share one :class:`IKTwin`."""
+    b = world.scene.robot_base
+    return (str(world.robot.urdf_path()), tuple(b.position), tuple(b.orientation))
+
+
+class ControlSettings(Protocol):
+    """What :class:`ArmController` reads from its config (an :class:`~scenegen.tasks.config.EpisodeConfig`)."""
+
+    workspace: tuple[float, float, float, float, float, float]
+    max_delta: float
+    max_yaw_delta: float
+    yaw_limit: float
+    ik_iterations: int
+    arm_gain: float
+    finger_force: float
+
+    @property
+    def substeps(self) -> int: ...  # noqa: D102
+
+
+class ArmController:
+    """Commanded end-effector pose and gripper of one world's robot."""
+
+    def __init__(self, world: World, cfg: ControlSettings, twin: IKTwin | None = None) -> None:
+        import pybullet as p
+
+        self._p = p
+        self.world = world
+        self.cfg = cfg
+        self.twin = twin
+        c, rid = world.client, world.robot_id
+        self.dofs = [j for j in range(p.getNumJoints(rid, physicsClientId=c))
+                     if p.getJointInfo(rid, j, physicsClientId=c)[2] != p.JOINT_FIXED]
+        missing = [j for j in world.arm_joints + world.finger_joints if j not in self.dofs]
+        if missing:
+            raise ConfigError(f"robot {world.robot.name}: joints {missing} are fixed; they cannot be controlled")
+        infos = [p.getJointInfo(rid, j, physicsClientId=c) for j in self.dofs]
+        self.lower = [i[8] for i in infos]
+        self.upper = [i[9] for i in infos]
+        self.ranges = [max(u - lo, 1e-3) for lo, u in zip(self.lower, self.upper, strict=True)]
+        home = dict(zip(world.arm_joints + world.finger_joints, world.robot.home, strict=True))
+        self.rest = [home.get(j, 0.0) for j in self.dofs]
+        self.arm_idx = [self.dofs.index(j) for j in world.arm_joints]
+        self.arm_forces = [max(p.getJointInfo(rid, j, physicsClientId=c)[10], 10.0) for j in world.arm_joints]
+        self.finger_open = [float(self.upper[self.dofs.index(j)]) for j in world.finger_joints]
+        self.finger_closed = [float(self.lower[self.dofs.index(j)]) for j in world.finger_joints]
+        ws = cfg.workspace
+        th = world.scene.table_height
+        self.low = np.array([ws[0], ws[1], th + ws[2]])
+        self.high = np.array([ws[3], ws[4], th + ws[5]])
+        self.substeps = cfg.substeps
+        self.home_pos = np.zeros(3)
+        self.home_yaw = 0.0
+        self.target_pos = np.zeros(3)
+        self.target_yaw = 0.0
+        self.closed = False
+        self.reset()
+        self.home_pos = self.target_pos.copy()
+        self.home_yaw = self.target_yaw
+
+    # ------------------------------------------------------------------ state
+    def ee_pose(self) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+        """Actual end-effector position and orientation."""
+        st = self._p.getLinkState(self.world.robot_id, self.world.ee_link, computeForwardKinematics=True,
+                                  physicsClientId=self.world.client)
+        return np.asarray(st[4], dtype=np.float64), tuple(st[5])
+
+    def gripper_width(self) -> float:
+        """Distance between the fingers (m)."""
+        states = self._p.getJointStates(self.world.robot_id, self.world.finger_joints,
+                                        physicsClientId=self.world.client)
+        return float(sum(s[0] for s in states))
+
+    def reset(self) -> None:
+        """Take the commanded pose from the robot's current (home) pose and open the gripper."""
+        pos, orn = self.ee_pose()
+        self.target_pos = np.clip(pos, self.low, self.high)
+        self.target_yaw = wrap(yaw_of(orn))
+        self.closed = False
+        self.ik_offset = np.zeros(3)
+
+    # ------------------------------------------------------------------ acting
+    def apply(self, action: np.ndarray) -> None:
+        """Move the commanded pose by a validated action and simulate one control step."""
+        p, c, rid = self._p, self.world.client, self.world.robot_id
+        self.target_pos = np.clip(self.target_pos + action[:3] * self.cfg.max_delta, self.low, self.high)
+        yaw = self.target_yaw + float(action[3]) * self.cfg.max_yaw_delta
+        self.target_yaw = float(np.clip(yaw, self.home_yaw - self.cfg.yaw_limit, self.home_yaw + self.cfg.yaw_limit))
+        self.closed = bool(action[4] > 0)
+        kw = {"lowerLimits": self.lower, "upperLimits": self.upper, "jointRanges": self.ranges,
+              "restPoses": self.rest, "maxNumIterations": self.cfg.ik_iterations, "residualThreshold": 1e-4}
+        orn = down_quat(self.target_yaw)
+        if self.twin is not None:
+            q_now = [s[0] for s in p.getJointStates(rid, self.dofs, physicsClientId=c)]
+            q, self.ik_offset = self.twin.solve(self.dofs, q_now, self.world.ee_link, self.target_pos, orn, kw,
+                                                self.ik_offset)
+        else:
+            q = p.calculateInverseKinematics(rid, self.world.ee_link, self.target_pos.tolist(), orn,
+                                             physicsClientId=c, **kw)
+        arm = [q[i] for i in self.arm_idx]
+        p.setJointMotorControlArray(rid, self.world.arm_joints, p.POSITION_CONTROL, targetPositions=arm,
+                                    forces=self.arm_forces, positionGains=[self.cfg.arm_gain] * len(arm),
+                                    physicsClientId=c)
+        fingers = self.finger_closed if self.closed else self.finger_open
+        p.setJointMotorControlArray(rid, self.world.finger_joints, p.POSITION_CONTROL, targetPositions=fingers,
+                                    forces=[self.cfg.finger_force] * len(fingers), physicsClientId=c)
+        self.world.step(self.substeps)

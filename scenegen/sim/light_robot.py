@@ -1,0 +1,116 @@
+"""A render-light copy of a robot: same joints, inertia and collision, low-poly visuals.
+
+PyBullet's TinyRenderer costs grow with the triangle count, and the stock Panda's visual
+meshes hold about 100k triangles. :func:`light_robot` writes a copy of the robot's URDF
+whose visual meshes are replaced by a coarse convex hull of each link's collision mesh
+(at most ``HULL_VERTICES`` vertices, about 600 triangles for the whole Panda), registers
+it as ``<name>_light`` and returns that spec. Physics is unchanged: joints, limits,
+inertials, contact settings and collision geometry are the original ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+from scenegen.errors import ConfigError
+from scenegen.sim.robots import RobotSpec, get_robot, register_robot
+
+_LOCK = threading.Lock()
+HULL_VERTICES = 32
+"""Most vertices of each link's visual hull."""
+_MESH = re.compile(r'filename="([^"]+)"')
+
+
+def _resolve_mesh(ref: str, urdf_dir: Path) -> Path:
+    rel = ref.split("://", 1)[1] if ref.startswith("package://") else ref
+    path = Path(rel)
+    return path if path.is_absolute() else (urdf_dir / path)
+
+
+def coarse_hull(mesh_path: Path, out: Path, max_vertices: int = HULL_VERTICES) -> Path:
+    """Write the convex hull of (a farthest-point subset of) a mesh's vertices as an OBJ file."""
+    import numpy as np
+    import trimesh
+
+    mesh = trimesh.load(mesh_path, force="mesh", process=False)
+    pts = np.unique(np.asarray(mesh.vertices, dtype=float).round(6), axis=0)
+    if len(pts) > max_vertices:
+        chosen = [int(np.argmax(pts[:, 2]))]
+        dist = np.linalg.norm(pts - pts[chosen[0]], axis=1)
+        while len(chosen) < max_vertices:
+            i = int(np.argmax(dist))
+            chosen.append(i)
+            dist = np.minimum(dist, np.linalg.norm(pts - pts[i], axis=1))
+        pts = pts[chosen]
+    hull = trimesh.convex.convex_hull(pts)
+    lines = [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in hull.vertices]
+    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in hull.faces]
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def _light_urdf_text(text: str, urdf_dir: Path, hulls: dict[str, str]) -> str:
+    """Swap each ``<visual>`` mesh for the link's collision mesh (or its coarse hull), with absolute paths."""
+    links = re.split(r"(?=<link\s)", text)
+    out = []
+    for chunk in links:
+        col = re.search(r"<collision>.*?</collision>", chunk, flags=re.S)
+        col_mesh = _MESH.search(col.group(0)).group(1) if col and _MESH.search(col.group(0)) else None
+
+        def visual(m: re.Match, col_mesh: str | None = col_mesh) -> str:
+            body = m.group(0)
+            if col_mesh is not None:
+                body = _MESH.sub(f'filename="{hulls.get(col_mesh, col_mesh)}"', body)
+            return body
+
+        chunk = re.sub(r"<visual>.*?</visual>", visual, chunk, flags=re.S)
+        out.append(chunk)
+    joined = "".join(out)
+    return _MESH.sub(lambda m: f'filename="{_resolve_mesh(m.group(1), urdf_dir).as_posix()}"', joined)
+
+
+def light_robot(name: str | RobotSpec) -> RobotSpec:
+    """Return (registering on first use) the render-light copy of a robot.
+
+    The URDF is written once per content into the system temporary folder.
+
+    Raises:
+        ConfigError: the robot is unknown or its URDF cannot be read.
+
+    """
+    spec = get_robot(name)
+    if spec.name.endswith("_light"):
+        return spec
+    light_name = f"{spec.name}_light"
+    src = spec.urdf_path()
+    try:
+        text = src.read_text()
+    except OSError as exc:
+        raise ConfigError(f"robot {spec.name}: cannot read {src} ({exc}); fix RobotSpec.urdf") from None
+    digest = hashlib.sha256(f"{HULL_VERTICES}:{text}".encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / "scenegen_light_robots" / f"{light_name}_{digest}"
+    path = folder / "robot.urdf"
+    with _LOCK:
+        if not path.is_file():
+            tmpdir = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmpdir.mkdir(parents=True, exist_ok=True)
+            hulls: dict[str, str] = {}
+            for k, ref in enumerate(sorted(set(_MESH.findall(text)))):
+                src_mesh = _resolve_mesh(ref, src.parent)
+                if src_mesh.suffix.lower() in (".obj", ".stl") and src_mesh.is_file():
+                    coarse_hull(src_mesh, tmpdir / f"hull_{k:02d}.obj")
+                    hulls[ref] = (folder / f"hull_{k:02d}.obj").as_posix()
+            (tmpdir / "robot.urdf").write_text(_light_urdf_text(text, src.parent, hulls))
+            try:
+                os.replace(tmpdir, folder)
+            except OSError:  # another process wrote it first
+                import shutil
+
+                shutil.rmtree(tmpdir, ignore_errors=True)
+        return register_robot(replace(spec, name=light_name, urdf=str(path)), overwrite=True)

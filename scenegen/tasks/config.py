@@ -1,0 +1,145 @@
+"""Configuration of a task episode: cameras, observations, arm control, task bookkeeping and worlds.
+
+A frozen dataclass validated in ``__post_init__``; a bad value raises
+:class:`~scenegen.errors.ConfigError` showing the value. The gymnasium env extends it with
+domain randomization (:class:`rl.envs.config.EnvConfig`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from scenegen.errors import ConfigError
+from scenegen.sim.world import WorldConfig
+from scenegen.validate import finite, int_in
+
+CAMERAS = ("front", "wrist")
+"""Cameras an observation may hold."""
+POINTCLOUD_BACKENDS = ("auto", "numpy", "open3d")
+
+
+def _default_world() -> WorldConfig:
+    return WorldConfig(timestep=1.0 / 200.0, solver_iterations=20)
+
+
+@dataclass(frozen=True)
+class EpisodeConfig:
+    """Settings of a task episode (:class:`~scenegen.tasks.episode.TaskEpisode`): cameras, control, task, worlds.
+
+    The gymnasium env's :class:`~rl.envs.config.EnvConfig` adds domain randomization to these.
+    """
+
+    scene_ids: tuple[str, ...] | None = None
+    """Scenes to draw from (ids or unique prefixes); None draws from every scene of the pack."""
+    image_keys: tuple[str, ...] = ("front",)
+    """Cameras rendered into the observation (``front``, ``wrist``); () renders nothing."""
+    image_size: int = 128
+    """Side (pixels) of every camera image (square)."""
+    pointcloud: bool = False
+    """Add ``points``: a point cloud fused from the front camera's depth, cropped and downsampled."""
+    pointcloud_points: int = 1024
+    """Points in the cloud (sampled, or repeated when fewer remain)."""
+    pointcloud_voxel: float = 0.01
+    """Voxel size (m) of the downsampling."""
+    pointcloud_backend: str = "auto"
+    """``numpy``, ``open3d`` or ``auto`` (open3d when installed)."""
+    instruction_max_length: int = 256
+    """Longest instruction text (longer ones are cut)."""
+    control_hz: float = 20.0
+    """Actions per simulated second; physics runs ``1 / (control_hz * world.timestep)`` substeps each."""
+    max_delta: float = 0.02
+    """End-effector translation (m) per step at action magnitude 1."""
+    max_yaw_delta: float = 0.2
+    """End-effector yaw change (rad) per step at action magnitude 1."""
+    yaw_limit: float = 2.0
+    """The commanded yaw stays within home yaw +- this (rad), inside the wrist joint's range."""
+    workspace: tuple[float, float, float, float, float, float] = (0.2, -0.5, 0.005, 0.95, 0.5, 0.5)
+    """Box ``(xmin, ymin, zmin, xmax, ymax, zmax)`` the commanded end effector stays in; z is above the table."""
+    max_episode_steps: int = 200
+    """Steps before an episode is truncated (``timeout``)."""
+    finger_force: float = 60.0
+    """Force (N) of each finger's position motor."""
+    finger_friction: float = 1.5
+    """Lateral friction of the finger pads."""
+    arm_gain: float = 0.3
+    """Position gain of the arm's joint motors."""
+    ik_iterations: int = 20
+    """Iterations of PyBullet's inverse kinematics per solve (the twin's forward-kinematics check corrects the rest)."""
+    ik_refine: bool = True
+    """Refine inverse kinematics on a kinematic twin of the robot (millimetre accuracy; see control.IKTwin)."""
+    light_robot: bool = True
+    """Render a low-poly copy of the robot (same physics; see :mod:`scenegen.sim.light_robot`)."""
+    sleeping: bool = True
+    """Let objects at rest sleep (Bullet deactivation: the solver skips them until something touches them)."""
+    render_max_faces: int = 600
+    """Objects whose visual mesh has more triangles are drawn with a decimated copy (0 keeps every mesh;
+    physics is unchanged, see :mod:`scenegen.sim.light_assets`)."""
+    render_ground: bool = False
+    """Draw the ground plane under the table (off: a plain background, and faster images)."""
+    world: WorldConfig = field(default_factory=_default_world)
+    """Physics settings of every world."""
+    require_release: bool = True
+    """A goal counts only once the robot no longer touches its object, and the object is at rest."""
+    rest_speed: float = 0.1
+    """Speed (m/s) under which a goal object counts as at rest."""
+    knock_off_margin: float = 0.05
+    """An object whose origin drops this far below the table top was knocked off."""
+    terminate_on_success: bool = True
+    """End the episode when every goal holds."""
+    max_cached_worlds: int = 8
+    """Built worlds kept per env (least recently used ones are closed)."""
+
+    def __post_init__(self) -> None:
+        cls = type(self).__name__
+        if self.scene_ids is not None:
+            if isinstance(self.scene_ids, str) or not all(isinstance(s, str) and s for s in self.scene_ids):
+                raise ConfigError(f"{cls}.scene_ids = {self.scene_ids!r} must be a list of scene ids")
+            if not self.scene_ids:
+                raise ConfigError(f"{cls}.scene_ids is empty; give at least one scene id or None for all")
+            object.__setattr__(self, "scene_ids", tuple(self.scene_ids))
+        keys = tuple(self.image_keys)
+        if len(set(keys)) != len(keys) or any(k not in CAMERAS for k in keys):
+            raise ConfigError(f"{cls}.image_keys = {self.image_keys!r} must be distinct names from {CAMERAS}")
+        object.__setattr__(self, "image_keys", keys)
+        ints = {"image_size": (8, 1024), "pointcloud_points": (1, 100_000), "instruction_max_length": (1, 10_000),
+                "max_episode_steps": (1, 100_000), "ik_iterations": (1, 1000), "max_cached_worlds": (1, 1024),
+                "render_max_faces": (0, 10_000_000)}
+        for name, (lo, hi) in ints.items():
+            int_in(f"{cls}.{name}", getattr(self, name), lo, hi)
+        finite(f"{cls}.pointcloud_voxel", self.pointcloud_voxel, 1e-4, 1.0)
+        finite(f"{cls}.control_hz", self.control_hz, 1.0, 1000.0)
+        finite(f"{cls}.max_delta", self.max_delta, 1e-4, 0.2)
+        finite(f"{cls}.max_yaw_delta", self.max_yaw_delta, 1e-4, 1.0)
+        finite(f"{cls}.yaw_limit", self.yaw_limit, 0.1, math.pi)
+        finite(f"{cls}.finger_force", self.finger_force, 1.0, 1000.0)
+        finite(f"{cls}.finger_friction", self.finger_friction, 0.0, 10.0)
+        finite(f"{cls}.arm_gain", self.arm_gain, 0.01, 1.0)
+        finite(f"{cls}.rest_speed", self.rest_speed, 1e-4, 10.0)
+        finite(f"{cls}.knock_off_margin", self.knock_off_margin, 1e-3, 1.0)
+        if self.pointcloud_backend not in POINTCLOUD_BACKENDS:
+            raise ConfigError(f"{cls}.pointcloud_backend = {self.pointcloud_backend!r} must be one of "
+                              f"{POINTCLOUD_BACKENDS}")
+        ws = tuple(self.workspace)
+        if len(ws) != 6 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in ws) \
+                or not (ws[0] < ws[3] and ws[1] < ws[4] and 0 <= ws[2] < ws[5]):
+            raise ConfigError(f"{cls}.workspace = {self.workspace!r} must be (xmin, ymin, zmin, xmax, ymax, "
+                              "zmax) with min < max and 0 <= zmin")
+        object.__setattr__(self, "workspace", tuple(float(v) for v in ws))
+        if not isinstance(self.world, WorldConfig):
+            raise ConfigError(f"{cls}.world = {self.world!r} must be a WorldConfig")
+        ratio = 1.0 / (self.control_hz * self.world.timestep)
+        if ratio < 1:
+            raise ConfigError(f"{cls}.control_hz = {self.control_hz} is faster than physics "
+                              f"({1 / self.world.timestep:.0f} Hz); lower it")
+
+    @property
+    def substeps(self) -> int:
+        """Physics steps per control step."""
+        return max(1, round(1.0 / (self.control_hz * self.world.timestep)))
+
+    def replace(self, **changes: object) -> EpisodeConfig:
+        """A validated copy with some fields changed."""
+        return replace(self, **changes)
+
+

@@ -1,0 +1,58 @@
+"""One way to validate a config value: numbers, integers and every numeric field of a dataclass.
+
+Each helper raises :class:`~scenegen.errors.ConfigError` with a message that names the field
+and shows the value, so a bad setting reads the same wherever it is made.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+
+from scenegen.errors import ConfigError
+
+
+def finite(name: str, value: object, low: float = -math.inf, high: float = math.inf) -> float:
+    """``value`` as a float, checked to be a finite number in ``[low, high]`` (bools are refused).
+
+    Raises:
+        ConfigError: naming ``name`` and showing the value.
+
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"{name} = {value!r} must be a finite number")
+    if not low <= value <= high:
+        raise ConfigError(f"{name} = {value!r} must be within [{low}, {high}]")
+    return float(value)
+
+
+def int_in(name: str, value: object, low: int, high: int) -> int:
+    """``value`` checked to be an int (not a bool) in ``low..high``.
+
+    Raises:
+        ConfigError: naming ``name`` and showing the value.
+
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(f"{name} = {value!r} must be an int in {low}..{high}")
+    return value
+
+
+def require(name: str, value: object, ok: bool, what: str) -> None:
+    """Raise ``ConfigError("{name} = {value!r} must be {what}")`` unless ``ok``."""
+    if not ok:
+        raise ConfigError(f"{name} = {value!r} must be {what}")
+
+
+def finite_fields(obj: object) -> None:
+    """Check that every int/float field of a dataclass instance is finite (bools and others are skipped).
+
+    Raises:
+        ConfigError: naming the class and field.
+
+    """
+    for f in fields(obj):  # type: ignore[arg-type]
+        v = getattr(obj, f.name)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        require(f"{type(obj).__name__}.{f.name}", v, math.isfinite(v), "a finite number")

@@ -1,0 +1,353 @@
+import math
+
+import gymnasium as gym
+import numpy as np
+import pybullet as p
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from rl.envs import ENV_ID, DRConfig, EnvConfig, PickPlaceEnv, SceneSet, make_vec
+from scenegen.errors import ConfigError, StateError
+from scenegen.graph import Goal
+from scenegen.relations import axis_angle_quat
+from scenegen.scene import Pose
+from scenegen.sim.control import down_quat, yaw_of
+from scenegen.sim.light_robot import light_robot
+from scenegen.sim.views import unproject, voxel_downsample
+from scenegen.tasks.tracker import goal_holds
+from tests.helpers.rl_packs import pack as make_pack
+
+
+@pytest.fixture(scope="module")
+def pack(tmp_path_factory):
+    return make_pack(tmp_path_factory)
+
+
+def rollout(env, seed, n=20, dr_seed=0):
+    rng = np.random.default_rng(dr_seed)
+    obs, _ = env.reset(seed=seed)
+    out = [obs]
+    rewards = []
+    for _ in range(n):
+        obs, r, term, trunc, _ = env.step(rng.uniform(-1, 1, 5).astype(np.float32))
+        out.append(obs)
+        rewards.append(r)
+        if term or trunc:
+            break
+    return out, rewards
+
+
+def same_obs(a, b):
+    assert a.keys() == b.keys()
+    for k in a:
+        if isinstance(a[k], str):
+            assert a[k] == b[k]
+        else:
+            np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+
+
+# ---------------------------------------------------------------------- api
+def test_env_checker_passes(pack):
+    env = PickPlaceEnv(pack, image_size=32, image_keys=("front", "wrist"), render_mode="rgb_array")
+    check_env(env, skip_render_check=False)
+    env.close()
+
+
+def test_observation_contents(pack):
+    env = PickPlaceEnv(pack.root, image_size=48, image_keys=("front", "wrist"), pointcloud=True,
+                       pointcloud_points=256)
+    obs, info = env.reset(seed=1)
+    assert obs["front"].shape == (48, 48, 3) and obs["front"].dtype == np.uint8
+    assert obs["wrist"].shape == (48, 48, 3) and obs["front"].std() > 5
+    assert obs["proprio"].shape == (17,) and obs["proprio"].dtype == np.float32
+    assert obs["instruction"] == "put the banana in the bowl" == info["instruction"]
+    assert info["scene_id"] in pack.scene_ids and info["progress"] == 0.0 and not info["success"]
+    pts = obs["points"]
+    assert pts.shape == (256, 3)
+    ws = env.cfg.workspace
+    assert np.all(pts[:, 0] >= ws[0]) and np.all(pts[:, 0] <= ws[3]) and np.all(pts[:, 2] >= -0.01)
+    # proprio: the gripper opens fully at home, the end effector sits where FK says
+    width = obs["proprio"][-1]
+    assert width == pytest.approx(0.08, abs=1e-3)
+    np.testing.assert_allclose(obs["proprio"][9:12], env.controller.ee_pose()[0], atol=1e-5)
+    assert obs in env.observation_space
+    env.close()
+
+
+def test_no_images_means_no_rendering(pack, monkeypatch):
+    env = PickPlaceEnv(pack, image_keys=())
+    monkeypatch.setattr(p, "getCameraImage", lambda *a, **k: pytest.fail("rendered without image keys"))
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(np.zeros(5, np.float32))
+    assert set(obs) == {"proprio", "instruction"}
+    env.close()
+
+
+@pytest.mark.parametrize("bad", [[np.nan, 0, 0, 0, 0], [0, 0, 1.5, 0, 0], [0, 0, 0, 0, -2], [0, 0, 0, 0],
+                                 [0, 0, np.inf, 0, 0]])
+def test_invalid_actions_raise(pack, bad):
+    env = PickPlaceEnv(pack, image_keys=())
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action"):
+        env.step(np.asarray(bad, dtype=np.float32))
+    env.close()
+
+
+def test_step_before_reset_and_bad_config(pack):
+    env = PickPlaceEnv(pack, image_keys=())
+    with pytest.raises(StateError, match="reset"):
+        env.step(np.zeros(5))
+    with pytest.raises(ConfigError, match="image_keys"):
+        EnvConfig(image_keys=("top",))
+    with pytest.raises(ConfigError, match="unknown env option"):
+        PickPlaceEnv(pack, image_size_px=64)
+    with pytest.raises(ConfigError, match="scene id"):
+        PickPlaceEnv(pack, scene_ids=("zzzzzz",))
+    with pytest.raises(ConfigError, match="mass"):
+        DRConfig(mass=0.6, weights={"mass": 2.0})
+
+
+def test_registered_with_gymnasium(pack):
+    env = gym.make(ENV_ID, pack=pack, config=EnvConfig(image_keys=(), max_episode_steps=5))
+    env.reset(seed=0)
+    for _ in range(5):
+        *_, term, trunc, info = env.step(np.zeros(5, np.float32))
+    assert trunc and info["timeout"]
+    env.close()
+
+
+# ---------------------------------------------------------------------- determinism and reuse
+def test_seeded_resets_repeat_exactly_with_randomization(pack):
+    cfg = EnvConfig(image_size=32, dr=DRConfig())
+    a, b = PickPlaceEnv(pack, cfg), PickPlaceEnv(pack, cfg)
+    obs_a, rew_a = rollout(a, seed=7, n=50)  # long enough for resting objects to fall asleep
+    rollout(a, seed=3, n=35)  # another episode in between must not leak into the next one
+    obs_a2, rew_a2 = rollout(a, seed=7, n=50)
+    obs_b, rew_b = rollout(b, seed=7, n=50)
+    assert len(obs_a) == 51
+    for x, y, z in zip(obs_a, obs_b, obs_a2, strict=True):
+        same_obs(x, y)
+        same_obs(x, z)
+    assert rew_a == rew_b == rew_a2
+    first_other, _ = rollout(b, seed=8, n=0)
+    assert not np.array_equal(first_other[0]["front"], obs_a[0]["front"])
+    a.close()
+    b.close()
+
+
+def test_world_is_reused_and_restored(pack):
+    sid = pack.scene_ids[0]
+    env = PickPlaceEnv(pack, image_keys=(), scene_ids=(sid[:10],))
+    env.reset(seed=0)
+    start = env.world.poses()
+    q0 = env.world.joint_positions()
+    for _ in range(10):
+        env.step(np.array([1, 0, -1, 1, 1], np.float32))
+    env.world.set_pose("banana_1", Pose((0.5, 0.0, 0.3)))
+    env.reset(seed=1)
+    assert env.cache.builds == 1
+    for n, pose in env.world.poses().items():
+        np.testing.assert_allclose(pose.position, start[n].position, atol=1e-9)
+    np.testing.assert_allclose(env.world.joint_positions(), q0, atol=1e-9)
+    env.close()
+
+
+def test_randomization_changes_dynamics_and_restores(pack):
+    sid = pack.scene_ids[0]
+    env = PickPlaceEnv(pack, image_keys=(), scene_ids=(sid,), dr=DRConfig(friction=0.5, mass=0.5))
+    env.reset(seed=2)
+    w = env.world
+    body = w.body_of["banana_1"]
+    nominal = env.cache.get(sid).nominal["banana_1"]
+    fr = p.getDynamicsInfo(body, -1, physicsClientId=w.client)[1]
+    assert fr != pytest.approx(nominal["friction"]) and abs(fr / nominal["friction"] - 1) <= 0.5
+    off = PickPlaceEnv(pack, image_keys=(), scene_ids=(sid,), dr=DRConfig().with_weights(friction=0, mass=0))
+    off.reset(seed=2)
+    info = p.getDynamicsInfo(off.world.body_of["banana_1"], -1, physicsClientId=off.world.client)
+    assert info[1] == pytest.approx(nominal["friction"]) and info[0] == pytest.approx(nominal["mass"])
+    env.close()
+    off.close()
+
+
+def test_make_vec_async_seeded(pack):
+    vec = make_vec(pack, 2, image_size=32)
+    try:
+        o1, _ = vec.reset(seed=11)
+        acts = np.zeros((2, 5), np.float32)
+        acts[:, 2] = -1
+        s1 = vec.step(acts)[0]
+        o2, _ = vec.reset(seed=11)
+        s2 = vec.step(acts)[0]
+        np.testing.assert_array_equal(o1["front"], o2["front"])
+        np.testing.assert_array_equal(s1["proprio"], s2["proprio"])
+        assert o1["front"].shape == (2, 32, 32, 3) and tuple(o1["instruction"]) == ("put the banana in the bowl",) * 2
+    finally:
+        vec.close()
+    sync = make_vec(pack, 2, mode="sync", image_keys=())
+    o3, _ = sync.reset(seed=11)
+    np.testing.assert_array_equal(o3["proprio"], o1["proprio"])
+    sync.close()
+
+
+# ---------------------------------------------------------------------- rewards and predicates
+def test_placing_rewards_once_and_knocking_off_penalises(pack):
+    from scenegen.tasks.plan import place_target
+
+    scene = pack.scenes()[0]
+    env = PickPlaceEnv(SceneSet([scene], pack.asset_lookup), image_keys=(), terminate_on_success=False)
+    env.reset(seed=0)
+    w = env.world
+    reach = (w.robot.reach_min, w.robot.reach_max)
+    goal = next(Goal("banana_1", rel, "bowl_1") for rel in ("right_of", "left_of", "in_front_of", "behind")
+                if place_target(w, Goal("banana_1", rel, "bowl_1"), reach) is not None
+                and not goal_holds(Goal("banana_1", rel, "bowl_1"), w.poses(), env.task.extents))
+    scene.graph.goals = [goal]
+    env.close()
+    env = PickPlaceEnv(SceneSet([scene], pack.asset_lookup), image_keys=(), terminate_on_success=False)
+    _, info = env.reset(seed=0)
+    assert not info["success"] and info["progress"] == 0.0
+    w = env.world
+    xy, z, _ = place_target(w, goal, reach)
+    pose = w.pose("banana_1")
+    w.set_pose("banana_1", Pose((float(xy[0]), float(xy[1]), z), pose.orientation))
+    rewards, infos = [], []
+    for _ in range(15):
+        _, r, term, _, info = env.step(np.zeros(5, np.float32))
+        rewards.append(r)
+        infos.append(info)
+    assert sum(rewards) == 1.0 and infos[-1]["success"] and infos[-1]["progress"] == 1.0
+    other = next(n for n in w.objects() if n not in ("banana_1", "bowl_1"))
+    w.set_pose(other, Pose((0.5, 0.6, -0.4)))
+    _, r, *_, info = env.step(np.zeros(5, np.float32))
+    assert r == -1.0 and info["knocked_off"]
+    w.set_pose("banana_1", Pose((0.5, -0.6, -0.4)))
+    _, r, term, _, info = env.step(np.zeros(5, np.float32))
+    assert r == -1.0 and term and not info["success"]  # the goal's subject is gone: the episode ends
+    env.close()
+
+
+def test_success_predicates_from_hand_placed_poses():
+    bowl_ext, banana_ext, plate_ext = (0.16, 0.16, 0.07), (0.18, 0.045, 0.04), (0.2, 0.2, 0.02)
+    poses = {"bowl": Pose((0.5, 0.0, 0.0)), "plate": Pose((0.5, 0.3, 0.0))}
+    ext = {"bowl": bowl_ext, "banana": banana_ext, "plate": plate_ext}
+    inside = {**poses, "banana": Pose((0.5, 0.01, 0.012))}
+    beside = {**poses, "banana": Pose((0.5, -0.2, 0.0))}
+    on_plate = {**poses, "banana": Pose((0.52, 0.3, 0.021))}
+    floating = {**poses, "banana": Pose((0.52, 0.3, 0.2))}
+    assert goal_holds(Goal("banana", "in", "bowl"), inside, ext)
+    assert not goal_holds(Goal("banana", "in", "bowl"), beside, ext)
+    assert goal_holds(Goal("banana", "on", "plate"), on_plate, ext)
+    assert not goal_holds(Goal("banana", "on", "plate"), floating, ext)
+    assert goal_holds(Goal("banana", "right_of", "bowl"), beside, ext)
+    flipped = {"banana": Pose((0.5, 0.0, 0.04), axis_angle_quat((1.0, 0.0, 0.0), math.pi))}
+    tilted = {"banana": Pose((0.5, 0.0, 0.04), axis_angle_quat((1.0, 0.0, 0.0), 0.3))}
+    assert goal_holds(Goal("banana", "inverted"), flipped, ext)
+    assert not goal_holds(Goal("banana", "upright"), flipped, ext)
+    assert goal_holds(Goal("banana", "upright"), tilted, ext)
+
+
+def test_rolled_subject_is_judged_by_its_hull():
+    # a ball rolled by 45 degrees resting on a thin plate: its posed box dips below the plate, its hull's box does not
+    r, top, a = 0.04, 0.004, math.pi / 4
+    ang = np.linspace(0, 2 * np.pi, 24)
+    hull = np.array([[r * np.cos(u) * np.sin(v), r * np.sin(u) * np.sin(v), r + r * np.cos(v)]
+                     for u in ang for v in np.linspace(0, np.pi, 12)])
+    origin = (0.5, r * math.sin(a), top + r - r * math.cos(a))
+    poses = {"ball": Pose(origin, axis_angle_quat((1.0, 0.0, 0.0), a)), "plate": Pose((0.5, 0.0, 0.0))}
+    ext = {"ball": (0.08, 0.08, 0.08), "plate": (0.2, 0.2, top)}
+    goal = Goal("ball", "on", "plate")
+    assert not goal_holds(goal, poses, ext)
+    assert goal_holds(goal, poses, ext, {"ball": hull})
+
+
+# ---------------------------------------------------------------------- pieces
+def test_controller_tracks_commands_to_a_millimetre(pack):
+    env = PickPlaceEnv(pack, image_keys=())
+    env.reset(seed=0)
+    c = env.controller
+    for target in ([0.45, 0.2, 0.15], [0.7, -0.25, 0.05]):
+        for _ in range(40):
+            d = np.clip((np.asarray(target) - c.target_pos) / env.cfg.max_delta, -1, 1)
+            env.step(np.r_[d, 0.5, -1].astype(np.float32))
+        pos, orn = c.ee_pose()
+        np.testing.assert_allclose(pos, target, atol=2e-3)
+        assert abs(yaw_of(orn) - c.target_yaw) < 0.02
+    env.close()
+
+
+def test_down_quat_points_the_gripper_down():
+    for yaw in (-1.0, 0.0, 0.7):
+        q = down_quat(yaw)
+        assert yaw_of(q) == pytest.approx(yaw)
+        z = p.getMatrixFromQuaternion(q)[8]
+        assert z == pytest.approx(-1.0)
+
+
+def test_light_robot_keeps_joints_and_drops_triangles():
+    spec = light_robot("panda")
+    assert spec.name == "panda_light" and spec.arm_joints == light_robot("panda").arm_joints
+    text = spec.urdf_path().read_text()
+    assert "meshes/visual" not in text and "hull_" in text
+    faces = sum(sum(1 for line in open(f) if line.startswith("f "))
+                for f in {line.split('"')[1] for line in text.splitlines() if "filename=" in line and "hull_" in line})
+    assert faces < 1000
+
+
+def test_pointcloud_helpers_roundtrip():
+    eye, target, up = np.array([1.0, 0.0, 1.0]), np.array([0.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0])
+    depth = np.full((8, 8), math.sqrt(2.0), np.float32)
+    pts = unproject(depth, eye, target, up, 60.0, far=5.0)
+    assert pts.shape == (64, 3)
+    centre = pts[np.argmin(np.linalg.norm(pts - pts.mean(0), axis=1))]
+    assert np.linalg.norm(centre) < 0.2
+    dense = np.random.default_rng(0).uniform(0, 0.1, (1000, 3))
+    down = voxel_downsample(dense, 0.05)
+    assert len(down) == 8 and np.all(down > 0) and np.all(down < 0.1)
+
+
+def test_scene_set_source_and_scene_option(pack):
+    scenes = pack.scenes()
+    env = PickPlaceEnv(SceneSet(scenes, pack.asset_lookup), image_keys=())
+    _, info = env.reset(seed=0, options={"scene_id": scenes[1].id})
+    assert info["scene_id"] == scenes[1].id
+    env.close()
+
+
+def test_closing_on_nothing_flags_a_failed_grasp(pack):
+    env = PickPlaceEnv(pack, image_keys=())
+    env.reset(seed=0)
+    info = {}
+    for _ in range(6):
+        *_, info = env.step(np.array([0, 0, 0, 0, 1], np.float32))
+    assert info["grasp_failed"] and not info["dropped"] and not info["wrong_object"]
+    assert env.controller.gripper_width() < 0.004
+    _, info = env.reset(seed=0)
+    assert not info["grasp_failed"]
+    env.close()
+
+
+def test_light_assets_keep_physics_and_cut_triangles(pack):
+    import re
+    from pathlib import Path
+
+    from scenegen.sim.light_assets import cluster_decimate, light_asset
+
+    big = max((pack.asset(a) for a in pack.asset_ids), key=lambda a: a.visual_faces)
+    assert big.visual_faces > 600
+    light = light_asset(big, 600)
+    assert light.id == big.id and light.path == big.path and light.extents == big.extents
+    text = Path(light.urdf_path).read_text()
+    files = re.findall(r'filename="([^"]+)"', text)
+    assert files and all(Path(f).is_absolute() and Path(f).is_file() for f in files)
+    visual = next(f for f in files if f.endswith("visual.obj"))
+    faces = sum(1 for line in open(visual) if line.startswith("f "))
+    assert faces <= 600
+    original = Path(big.urdf_path).read_text()
+    inertial = re.compile(r"<inertial>.*?</inertial>", re.S)
+    assert inertial.findall(text) == inertial.findall(original)
+    import trimesh
+
+    sphere = trimesh.creation.icosphere(subdivisions=4, radius=0.05)
+    v2, f2 = cluster_decimate(sphere.vertices, sphere.faces, 300)
+    assert len(sphere.faces) > 5000 and 50 < len(f2) <= 300
+    np.testing.assert_allclose(v2.max(axis=0), 0.05, atol=0.006)
