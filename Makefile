@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS := llm,usd,mjcf,rl,ray,diffusion,dev
 
-.PHONY: demo test lint install clean
+.PHONY: demo test test-fast test-slow lint install clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -23,12 +23,18 @@ demo: $(STAMP)
 	$(BIN)/scenegen generate "put the banana in the bowl" -n 8 -o out/demo
 	@echo "contact sheet: out/demo/contact_sheet.png"
 
-test: $(STAMP)
-	$(BIN)/ruff check scenegen qa rl tests benchmarks
-	$(BIN)/python -m pytest -q -x
+# `make test` (CI) runs both halves: the fast path first, then the tests marked slow.
+test: test-fast test-slow
+
+test-fast: lint
+	$(BIN)/python -m pytest -q -x -m "not slow"
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -x -m slow
 
 lint: $(STAMP)
 	$(BIN)/ruff check scenegen qa rl tests benchmarks
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

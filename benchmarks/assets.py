@@ -26,8 +26,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
-from scenegen.assets.collision import CollisionConfig  # noqa: E402
-from scenegen.assets.generate import generate_asset  # noqa: E402
+from scenegen.assets.build import generate_asset  # noqa: E402
+from scenegen.assets.collision.config import CollisionConfig  # noqa: E402
 from scenegen.catalog import load_catalog  # noqa: E402
 
 

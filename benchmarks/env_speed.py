@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from rl.envs import PickPlaceEnv
-from scenegen.assets.collision import CollisionConfig
+from scenegen.assets.collision.config import CollisionConfig
 from scenegen.pipeline import PipelineConfig, generate
 from scenegen.sim.camera import render_camera
 from scenegen.tasks.expert import rollout

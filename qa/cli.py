@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from scenegen.errors import ScenegenError
+from scenegen.options import ConfigCommand, ConfigOptions, opt
+
+PIPELINE_OPTIONS = ConfigOptions("scenegen.pipeline:PipelineConfig", [
+    "workers", opt("scene.robot"), "designer", "assets", "shap_e_model", "texture_model", "device",
+    opt("backend", choices="BACKENDS"), "ray_address", "attempts_per_scene",
+    opt("time_budget_s", flag="--time-budget"),
+])
+"""``generate``'s options taken from :class:`~scenegen.pipeline.PipelineConfig` (help = the field docstrings)."""
+QA_OPTIONS = ConfigOptions("qa.config:QAConfig", [opt("fail_fast", negatable=False)])
+"""``qa``'s options taken from :class:`~qa.config.QAConfig`."""
 
 
-@click.command(epilog="""\b
+@click.command(cls=ConfigCommand, epilog="""\b
 Examples:
   scenegen generate "put the banana in the bowl" -n 8 -o out/demo
   scenegen generate "stack the red block on the blue block" -n 100 -o out/stack --workers 2
@@ -21,20 +30,7 @@ Examples:
 @click.option("-n", "n", type=int, default=8, show_default=True, help="Accepted scenes wanted.")
 @click.option("-o", "--out", type=click.Path(file_okay=False), required=True, help="Pack folder to write.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Run seed (same seed, same hashes).")
-@click.option("--workers", type=int, default=1, show_default=True, help="Parallel worker processes.")
-@click.option("--robot", default="panda", show_default=True, help="Registered robot name.")
-@click.option("--designer", default="rules", show_default=True, help="Scene designer: rules (offline) or llm.")
-@click.option("--assets", "asset_source", default="procedural", show_default=True,
-              help="Asset source: procedural, textured, shap-e or library:DIR.")
-@click.option("--shap-e-model", default=None, help="Shap-E weights: a local folder or hub id (--assets shap-e).")
-@click.option("--texture-model", default=None, help="Text-to-image weights for --assets textured.")
-@click.option("--device", default=None, help="Torch device of the diffusers backends (cpu, cuda).")
-@click.option("--backend", type=click.Choice(["process", "ray"]), default="process", show_default=True,
-              help="Where attempts run: local processes or a Ray cluster.")
-@click.option("--ray-address", default=None, help="Ray cluster address (with --backend ray).")
-@click.option("--attempts-per-scene", type=float, default=3.0, show_default=True,
-              help="Attempt budget per requested scene.")
-@click.option("--time-budget", type=float, default=3600.0, show_default=True, help="Wall-clock budget (s).")
+@PIPELINE_OPTIONS
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Asset cache folder.")
 @click.option("--fast-collision", is_flag=True,
               help="Cheaper CoACD settings (coarser collision proxies, much faster cold assets).")
@@ -44,22 +40,15 @@ Examples:
 @click.option("--checks", default=None, help="QA checks, comma-separated, or 'all' (default: all but vlm).")
 @click.option("--vlm", is_flag=True, help="Add the VLM judge to QA (SCENEGEN_VLM_BASE_URL/MODEL/API_KEY).")
 @click.option("--keep-rejected", is_flag=True, help="Keep QA-rejected scenes in OUT/rejected/ for inspection.")
-def generate(prompt: str, n: int, out: str, seed: int, workers: int, robot: str, designer: str,
-             asset_source: str, shap_e_model: str | None, texture_model: str | None, device: str | None,
-             backend: str, ray_address: str | None, attempts_per_scene: float,
-             time_budget: float, cache_dir: str | None, fast_collision: bool, quiet: bool, run_qa: bool,
-             checks: str | None, vlm: bool, keep_rejected: bool) -> None:
+def generate(prompt: str, n: int, out: str, seed: int, cache_dir: str | None, fast_collision: bool, quiet: bool,
+             run_qa: bool, checks: str | None, vlm: bool, keep_rejected: bool, **config_kw: object) -> None:
     """Generate N physically settled scenes for PROMPT into a pack folder."""
-    from scenegen.assets.collision import CollisionConfig
+    from scenegen.assets.collision.config import CollisionConfig
     from scenegen.pipeline import PipelineConfig
     from scenegen.pipeline import generate as run
 
-    base = PipelineConfig()
-    cfg = PipelineConfig(designer=designer, assets=asset_source, shap_e_model=shap_e_model,
-                         texture_model=texture_model, device=device, workers=workers, backend=backend,
-                         ray_address=ray_address, attempts_per_scene=attempts_per_scene,
-                         time_budget_s=time_budget, scene=replace(base.scene, robot=robot),
-                         collision=CollisionConfig.fast() if fast_collision else CollisionConfig())
+    collision = CollisionConfig.fast() if fast_collision else CollisionConfig()
+    cfg = PIPELINE_OPTIONS.to_config(config_kw, base=PipelineConfig(collision=collision))
     if run_qa or vlm or checks or keep_rejected:
         from qa.config import QAConfig, parse_checks
         from qa.loop import generate_with_qa
@@ -79,7 +68,7 @@ def generate(prompt: str, n: int, out: str, seed: int, workers: int, robot: str,
                f"{run_info.get('seconds', 0):.1f}s); contact sheet: {Path(out) / 'contact_sheet.png'}")
 
 
-@click.command(epilog="""\b
+@click.command(cls=ConfigCommand, epilog="""\b
 Examples:
   scenegen qa out/demo
   scenegen qa out/demo --checks physics,semantic
@@ -90,19 +79,19 @@ Examples:
               help="Comma-separated checks (geometry, physics, semantic, visibility, reachability, feasibility, "
                    "vlm) or 'all'. Default: all but vlm.")
 @click.option("--vlm", is_flag=True, help="Add the VLM judge (endpoint from SCENEGEN_VLM_BASE_URL/MODEL/API_KEY).")
-@click.option("--fail-fast", is_flag=True, help="Stop checking a scene at its first failing check.")
+@QA_OPTIONS
 @click.option("--no-write", is_flag=True, help="Print the report only; do not write qa_report.* into the pack.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--strict", is_flag=True, help="Exit with code 2 when any scene fails.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def qa(pack_dir: str, checks: str | None, vlm: bool, fail_fast: bool, no_write: bool, as_json: bool,
-       strict: bool, quiet: bool) -> None:
+def qa(pack_dir: str, checks: str | None, vlm: bool, no_write: bool, as_json: bool, strict: bool, quiet: bool,
+       **config_kw: object) -> None:
     """Re-run the QA checks on every scene of PACK_DIR and write qa_report.json and qa_report.md."""
     from qa.config import QAConfig, parse_checks
     from qa.recheck import recheck_pack
     from qa.report import REPORT_MD
 
-    cfg = replace(QAConfig(), checks=parse_checks(checks, vlm), fail_fast=fail_fast)
+    cfg = QA_OPTIONS.to_config(config_kw, base=QAConfig(checks=parse_checks(checks, vlm)))
     report = recheck_pack(pack_dir, cfg, progress=not quiet, write=not no_write)
     if as_json:
         click.echo(json.dumps({k: v for k, v in report.items() if k != "scenes"}, indent=2, sort_keys=True))

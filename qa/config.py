@@ -7,30 +7,16 @@ endpoint's key is never part of a config's ``repr`` or of :meth:`QAConfig.to_dic
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 from scenegen.errors import ConfigError
 from scenegen.relations import RelationConfig
+from scenegen.validate import finite_fields, require
 
 CHECK_ORDER = ("geometry", "physics", "semantic", "visibility", "reachability", "feasibility", "vlm")
 """Every check, in the order they run (cheap and state-preserving first, the expert and VLM last)."""
 DEFAULT_CHECKS = CHECK_ORDER[:-1]
 """Checks run when none are named: all but the VLM judge (it needs an endpoint)."""
-
-
-def _require(cls_name: str, name: str, value: object, ok: bool, what: str) -> None:
-    if not ok:
-        raise ConfigError(f"{cls_name}.{name} = {value!r} must be {what}")
-
-
-def _check_numbers(obj: object) -> None:
-    """Every int/float field must be finite (bools and non-numbers are skipped)."""
-    for f in fields(obj):  # type: ignore[arg-type]
-        v = getattr(obj, f.name)
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            continue
-        _require(type(obj).__name__, f.name, v, math.isfinite(v), "a finite number")
 
 
 @dataclass(frozen=True)
@@ -55,14 +41,14 @@ class GeometryConfig:
     """``on`` goals: the subject's narrow side must be at most this times the support's wide side."""
 
     def __post_init__(self) -> None:
-        _check_numbers(self)
+        finite_fields(self)
         n = type(self).__name__
-        _require(n, "size_tol", self.size_tol, 0 <= self.size_tol < 1, "in [0, 1)")
-        _require(n, "mass_tol", self.mass_tol, 0 <= self.mass_tol < 1, "in [0, 1)")
-        _require(n, "min_density", self.min_density, 0 < self.min_density < self.max_density,
-                 "> 0 and below max_density")
-        _require(n, "in_fit_ratio", self.in_fit_ratio, self.in_fit_ratio > 0, "> 0")
-        _require(n, "on_fit_ratio", self.on_fit_ratio, self.on_fit_ratio > 0, "> 0")
+        require(f"{n}.size_tol", self.size_tol, 0 <= self.size_tol < 1, "in [0, 1)")
+        require(f"{n}.mass_tol", self.mass_tol, 0 <= self.mass_tol < 1, "in [0, 1)")
+        require(f"{n}.min_density", self.min_density, 0 < self.min_density < self.max_density,
+                "> 0 and below max_density")
+        require(f"{n}.in_fit_ratio", self.in_fit_ratio, self.in_fit_ratio > 0, "> 0")
+        require(f"{n}.on_fit_ratio", self.on_fit_ratio, self.on_fit_ratio > 0, "> 0")
 
 
 @dataclass(frozen=True)
@@ -81,14 +67,14 @@ class PhysicsConfig:
     """Largest kinetic energy (J) of any one object after settling (jitter)."""
 
     def __post_init__(self) -> None:
-        _check_numbers(self)
+        finite_fields(self)
         n = type(self).__name__
-        _require(n, "max_spawn_penetration", self.max_spawn_penetration, 0 < self.max_spawn_penetration < 0.1,
-                 "in (0, 0.1) m")
-        _require(n, "max_displacement", self.max_displacement, 0 < self.max_displacement < 1, "in (0, 1) m")
-        _require(n, "contact_tol", self.contact_tol, 0 < self.contact_tol < 0.05, "in (0, 0.05) m")
-        _require(n, "fall_margin", self.fall_margin, 0 < self.fall_margin < 1, "in (0, 1) m")
-        _require(n, "max_kinetic_energy", self.max_kinetic_energy, self.max_kinetic_energy > 0, "> 0 J")
+        require(f"{n}.max_spawn_penetration", self.max_spawn_penetration, 0 < self.max_spawn_penetration < 0.1,
+                "in (0, 0.1) m")
+        require(f"{n}.max_displacement", self.max_displacement, 0 < self.max_displacement < 1, "in (0, 1) m")
+        require(f"{n}.contact_tol", self.contact_tol, 0 < self.contact_tol < 0.05, "in (0, 0.05) m")
+        require(f"{n}.fall_margin", self.fall_margin, 0 < self.fall_margin < 1, "in (0, 1) m")
+        require(f"{n}.max_kinetic_energy", self.max_kinetic_energy, self.max_kinetic_energy > 0, "> 0 J")
 
 
 @dataclass(frozen=True)
@@ -103,10 +89,10 @@ class SemanticConfig:
     """Fraction of relations and states that must hold."""
 
     def __post_init__(self) -> None:
-        _check_numbers(self)
+        finite_fields(self)
         if not isinstance(self.relations, RelationConfig):
             raise ConfigError(f"SemanticConfig.relations = {self.relations!r} must be a RelationConfig")
-        _require(type(self).__name__, "min_score", self.min_score, 0 < self.min_score <= 1, "in (0, 1]")
+        require(f"{type(self).__name__}.min_score", self.min_score, 0 < self.min_score <= 1, "in (0, 1]")
 
 
 @dataclass(frozen=True)
@@ -124,14 +110,14 @@ class VisibilityConfig:
     """Largest occlusion ratio ``1 - visible / visible when rendered alone``."""
 
     def __post_init__(self) -> None:
-        _check_numbers(self)
+        finite_fields(self)
         n = type(self).__name__
-        _require(n, "camera", self.camera, isinstance(self.camera, str) and bool(self.camera), "a camera name")
-        _require(n, "render_size", self.render_size,
-                 isinstance(self.render_size, int) and (self.render_size == 0 or 16 <= self.render_size <= 1024),
-                 "0 or an int in 16..1024")
-        _require(n, "min_fraction", self.min_fraction, 0 <= self.min_fraction < 1, "in [0, 1)")
-        _require(n, "max_occlusion", self.max_occlusion, 0 <= self.max_occlusion <= 1, "in [0, 1]")
+        require(f"{n}.camera", self.camera, isinstance(self.camera, str) and bool(self.camera), "a camera name")
+        require(f"{n}.render_size", self.render_size,
+                isinstance(self.render_size, int) and (self.render_size == 0 or 16 <= self.render_size <= 1024),
+                "0 or an int in 16..1024")
+        require(f"{n}.min_fraction", self.min_fraction, 0 <= self.min_fraction < 1, "in [0, 1)")
+        require(f"{n}.max_occlusion", self.max_occlusion, 0 <= self.max_occlusion <= 1, "in [0, 1]")
 
 
 @dataclass(frozen=True)
@@ -154,18 +140,18 @@ class ReachabilityConfig:
     """The target's grasp width plus this margin (m) must fit the gripper's maximum opening."""
 
     def __post_init__(self) -> None:
-        _check_numbers(self)
+        finite_fields(self)
         n = type(self).__name__
-        _require(n, "pregrasp_height", self.pregrasp_height, 0 <= self.pregrasp_height < 1, "in [0, 1) m")
-        _require(n, "place_height", self.place_height, 0 <= self.place_height < 1, "in [0, 1) m")
-        _require(n, "position_tol", self.position_tol, 0 < self.position_tol < 0.5, "in (0, 0.5) m")
-        _require(n, "orientation_tol_deg", self.orientation_tol_deg, 0 < self.orientation_tol_deg <= 180,
-                 "in (0, 180] degrees")
-        _require(n, "ik_iterations", self.ik_iterations,
-                 isinstance(self.ik_iterations, int) and 1 <= self.ik_iterations <= 10000, "an int in 1..10000")
-        _require(n, "ik_restarts", self.ik_restarts,
-                 isinstance(self.ik_restarts, int) and 1 <= self.ik_restarts <= 20, "an int in 1..20")
-        _require(n, "width_margin", self.width_margin, 0 <= self.width_margin < 0.1, "in [0, 0.1) m")
+        require(f"{n}.pregrasp_height", self.pregrasp_height, 0 <= self.pregrasp_height < 1, "in [0, 1) m")
+        require(f"{n}.place_height", self.place_height, 0 <= self.place_height < 1, "in [0, 1) m")
+        require(f"{n}.position_tol", self.position_tol, 0 < self.position_tol < 0.5, "in (0, 0.5) m")
+        require(f"{n}.orientation_tol_deg", self.orientation_tol_deg, 0 < self.orientation_tol_deg <= 180,
+                "in (0, 180] degrees")
+        require(f"{n}.ik_iterations", self.ik_iterations,
+                isinstance(self.ik_iterations, int) and 1 <= self.ik_iterations <= 10000, "an int in 1..10000")
+        require(f"{n}.ik_restarts", self.ik_restarts,
+                isinstance(self.ik_restarts, int) and 1 <= self.ik_restarts <= 20, "an int in 1..20")
+        require(f"{n}.width_margin", self.width_margin, 0 <= self.width_margin < 0.1, "in [0, 0.1) m")
 
 
 @dataclass(frozen=True)
@@ -181,10 +167,10 @@ class FeasibilityConfig:
 
     def __post_init__(self) -> None:
         n = type(self).__name__
-        _require(n, "max_steps", self.max_steps, isinstance(self.max_steps, int) and self.max_steps >= 1,
-                 "an int >= 1")
-        _require(n, "seed", self.seed, isinstance(self.seed, int), "an int")
-        _require(n, "min_progress", self.min_progress, 0 < self.min_progress <= 1, "in (0, 1]")
+        require(f"{n}.max_steps", self.max_steps, isinstance(self.max_steps, int) and self.max_steps >= 1,
+                "an int >= 1")
+        require(f"{n}.seed", self.seed, isinstance(self.seed, int), "an int")
+        require(f"{n}.min_progress", self.min_progress, 0 < self.min_progress <= 1, "in (0, 1]")
 
 
 @dataclass(frozen=True)
@@ -217,20 +203,20 @@ class VLMConfig:
     """Largest answer (tokens)."""
 
     def __post_init__(self) -> None:
-        _check_numbers(self)
+        finite_fields(self)
         n = type(self).__name__
-        _require(n, "timeout_s", self.timeout_s, 0 < self.timeout_s <= 3600, "in (0, 3600] s")
-        _require(n, "max_retries", self.max_retries, isinstance(self.max_retries, int) and 0 <= self.max_retries <= 10,
-                 "an int in 0..10")
-        _require(n, "backoff_s", self.backoff_s, 0 <= self.backoff_s <= self.max_backoff_s <= 600,
-                 "in [0, max_backoff_s] with max_backoff_s <= 600")
-        _require(n, "image_size", self.image_size, isinstance(self.image_size, int) and 32 <= self.image_size <= 2048,
-                 "an int in 32..2048")
-        _require(n, "views", self.views, isinstance(self.views, tuple) and 1 <= len(self.views) <= 6
-                 and all(isinstance(v, str) and v for v in self.views), "a tuple of 1..6 camera names")
-        _require(n, "min_score", self.min_score, 0 <= self.min_score <= 1, "in [0, 1]")
-        _require(n, "max_tokens", self.max_tokens, isinstance(self.max_tokens, int) and 16 <= self.max_tokens <= 8192,
-                 "an int in 16..8192")
+        require(f"{n}.timeout_s", self.timeout_s, 0 < self.timeout_s <= 3600, "in (0, 3600] s")
+        require(f"{n}.max_retries", self.max_retries, isinstance(self.max_retries, int) and 0 <= self.max_retries <= 10,
+                "an int in 0..10")
+        require(f"{n}.backoff_s", self.backoff_s, 0 <= self.backoff_s <= self.max_backoff_s <= 600,
+                "in [0, max_backoff_s] with max_backoff_s <= 600")
+        require(f"{n}.image_size", self.image_size, isinstance(self.image_size, int) and 32 <= self.image_size <= 2048,
+                "an int in 32..2048")
+        require(f"{n}.views", self.views, isinstance(self.views, tuple) and 1 <= len(self.views) <= 6
+                and all(isinstance(v, str) and v for v in self.views), "a tuple of 1..6 camera names")
+        require(f"{n}.min_score", self.min_score, 0 <= self.min_score <= 1, "in [0, 1]")
+        require(f"{n}.max_tokens", self.max_tokens, isinstance(self.max_tokens, int) and 16 <= self.max_tokens <= 8192,
+                "an int in 16..8192")
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import secrets
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,7 +24,8 @@ from typing import Any
 from qa.checks import CHECKS
 from qa.config import CHECK_ORDER, QAConfig
 from qa.result import CheckResult, QAReport
-from scenegen.errors import BudgetError, ConfigError, ScenegenError
+from scenegen.errors import BudgetError, ConfigError, PackError, ScenegenError
+from scenegen.fileio import publish_dir
 from scenegen.scene import Scene
 
 log = logging.getLogger(__name__)
@@ -117,20 +117,17 @@ class RejectKeeper:
         self.records.append(rec)
 
     def _write(self, scene_id: str, attempt: Any) -> str | None:
-        base = self.root / REJECTED_DIR
-        final = base / scene_id
+        final = self.root / REJECTED_DIR / scene_id
         rel = f"{REJECTED_DIR}/{scene_id}/preview.png" if attempt.preview else None
         if final.exists():
             return rel
-        tmp = base / f".tmp-{scene_id[:16]}-{secrets.token_hex(4)}"
-        tmp.mkdir(parents=True)
         qa = dict(attempt.qa or {"passed": False, "checks": []})
         qa.update({"rejected_because": attempt.reason, "attempt": attempt.index})
-        (tmp / "scene.json").write_text(json.dumps(attempt.scene, indent=1, sort_keys=True))
-        (tmp / "qa.json").write_text(json.dumps(qa, indent=1, sort_keys=True, default=str))
+        files: dict[str, bytes | str] = {"scene.json": json.dumps(attempt.scene, indent=1, sort_keys=True),
+                                         "qa.json": json.dumps(qa, indent=1, sort_keys=True, default=str)}
         if attempt.preview:
-            (tmp / "preview.png").write_bytes(attempt.preview)
-        os.replace(tmp, final)
+            files["preview.png"] = attempt.preview
+        publish_dir(final, files, keep_existing=lambda _: True, error=PackError)  # a copy already there is kept
         return rel
 
 

@@ -156,8 +156,7 @@ def write_report(root: str | os.PathLike, report: dict) -> tuple[Path, Path]:
     from scenegen.pack.writer import PackWriter
 
     pack = load_pack(root)
-    writer = PackWriter(pack.root, pack.prompt, pack.seed, pack.config)
-    try:
+    with PackWriter(pack.root, pack.prompt, pack.seed, pack.config) as writer:  # finalize() closes it too
         report = {**report, "prompt": report.get("prompt") or pack.prompt}
         pj = writer.write_extra(REPORT_JSON, report)
         pm = writer.write_extra(REPORT_MD, render_markdown(report))
@@ -165,7 +164,4 @@ def write_report(root: str | os.PathLike, report: dict) -> tuple[Path, Path]:
                                                         "cost_per_scene_s")}
         brief["pass_rate_by_check"] = {k: v["pass_rate"] for k, v in report["checks"].items()}
         writer.finalize({**pack.manifest.get("summary", {}), "qa": brief})
-    except BaseException:
-        writer.close()
-        raise
     return pj, pm

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from scenegen.assets.base import Asset
-from scenegen.relations import quat_matrix
+from scenegen.rotations import quat_conj, quat_matrix, quat_mul
 from scenegen.scene import Pose
 
 _CACHE: OrderedDict[str, AssetGeometry] = OrderedDict()
@@ -178,15 +178,13 @@ def transform_points(points: np.ndarray, pose: Pose) -> np.ndarray:
 # ----------------------------------------------------------------------------- pybullet helpers
 def _pose_mul(a: tuple, b: tuple) -> tuple:
     """Compose two (position, quaternion) transforms: a * b."""
-    from scenegen.relations import quat_mul
-
     ra = quat_matrix(a[1])
     pos = np.asarray(a[0], dtype=float) + ra @ np.asarray(b[0], dtype=float)
     return tuple(float(v) for v in pos), quat_mul(a[1], b[1])
 
 
 def _pose_inv(a: tuple) -> tuple:
-    q = (-a[1][0], -a[1][1], -a[1][2], a[1][3])
+    q = quat_conj(a[1])
     pos = -(quat_matrix(q) @ np.asarray(a[0], dtype=float))
     return tuple(float(v) for v in pos), q
 

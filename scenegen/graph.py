@@ -9,8 +9,6 @@ schema version, and has a canonical content hash independent of insertion order.
 from __future__ import annotations
 
 import copy
-import functools
-import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,70 +18,15 @@ import networkx as nx
 
 from scenegen.catalog import Catalog, load_catalog
 from scenegen.errors import GraphError
+from scenegen.fileio import canonical_json as canonical_json  # re-exported for callers
+from scenegen.fileio import content_hash
+from scenegen.graph_schema import JSON_SCHEMA as JSON_SCHEMA  # re-exported for callers
+from scenegen.graph_schema import RELATIONS, ROLES, SCHEMA_VERSION, STATES, schema_error
 
-SCHEMA_VERSION = 1
-ROLES = ("support", "target", "receptacle", "distractor", "background")
-RELATIONS = ("on", "in", "left_of", "right_of", "in_front_of", "behind", "near", "far_from")
-STATES = ("upright", "inverted", "lying")
 SUPPORT_RELATIONS = ("on", "in")
 SYMMETRIC = ("near", "far_from")
 INVERSE = {"left_of": "right_of", "right_of": "left_of", "in_front_of": "behind", "behind": "in_front_of"}
 ATTRIBUTE_KEYS = ("color", "material", "size", "scale", "instance_seed")
-
-_ID = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}
-JSON_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "$id": "https://scenegen.dev/schema/scene_graph.schema.json",
-    "title": "scenegen SceneGraph",
-    "type": "object",
-    "required": ["schema_version", "instruction", "objects", "relations", "goals"],
-    "additionalProperties": False,
-    "properties": {
-        "schema_version": {"const": SCHEMA_VERSION},
-        "instruction": {"type": "string", "maxLength": 2000},
-        "objects": {
-            "type": "array", "maxItems": 256,
-            "items": {
-                "type": "object", "required": ["id", "category", "role"], "additionalProperties": False,
-                "properties": {
-                    "id": _ID,
-                    "category": {"type": "string", "minLength": 1, "maxLength": 64},
-                    "role": {"enum": list(ROLES)},
-                    "state": {"enum": list(STATES)},
-                    "attributes": {
-                        "type": "object", "additionalProperties": False,
-                        "properties": {
-                            "color": {"type": "string", "maxLength": 32},
-                            "material": {"type": "string", "maxLength": 32},
-                            "size": {"enum": ["small", "medium", "large"]},
-                            "scale": {"type": "number", "minimum": 0.0, "maximum": 1.0},
-                            "instance_seed": {"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
-                        },
-                    },
-                },
-            },
-        },
-        "relations": {
-            "type": "array", "maxItems": 2048,
-            "items": {
-                "type": "object", "required": ["subject", "relation", "object"], "additionalProperties": False,
-                "properties": {"subject": _ID, "relation": {"enum": list(RELATIONS)}, "object": _ID},
-            },
-        },
-        "goals": {
-            "type": "array", "maxItems": 64,
-            "items": {
-                "type": "object", "required": ["subject", "predicate"], "additionalProperties": False,
-                "properties": {
-                    "subject": _ID,
-                    "predicate": {"enum": list(RELATIONS + STATES)},
-                    "object": {"anyOf": [_ID, {"type": "null"}]},
-                },
-            },
-        },
-        "meta": {"type": "object"},
-    },
-}
 
 
 @dataclass(frozen=True, order=True)
@@ -457,7 +400,7 @@ class SceneGraph:
         if isinstance(data, dict) and data.get("schema_version") not in (None, SCHEMA_VERSION):
             raise GraphError(f"scene graph schema_version {data.get('schema_version')!r} is not supported "
                              f"(this is version {SCHEMA_VERSION}); regenerate the graph")
-        err = _best_schema_error(data)
+        err = schema_error(data)
         if err is not None:
             where = "/".join(str(p) for p in err.absolute_path) or "<root>"
             raise GraphError(f"scene graph JSON does not match the schema at {where}: {err.message[:200]}")
@@ -493,34 +436,3 @@ class SceneGraph:
 
     def __repr__(self) -> str:
         return f"SceneGraph({self.instruction!r}, {len(self)} objects, {len(self.goals)} goals)"
-
-
-@functools.lru_cache(maxsize=1)
-def _validator():
-    import jsonschema  # imported lazily: it costs ~0.15 s at start-up
-
-    return jsonschema.Draft202012Validator(JSON_SCHEMA)
-
-
-def _best_schema_error(data: Any):
-    import jsonschema
-
-    return jsonschema.exceptions.best_match(_validator().iter_errors(data))
-
-
-def canonical_json(data: Any) -> str:
-    """Canonical JSON: sorted keys, no whitespace, floats rounded to 9 significant digits."""
-    def norm(x: Any) -> Any:
-        if isinstance(x, float):
-            return float(f"{x:.9g}")
-        if isinstance(x, dict):
-            return {str(k): norm(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [norm(v) for v in x]
-        return x
-    return json.dumps(norm(data), sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-
-
-def content_hash(data: Any) -> str:
-    """SHA-256 hex digest of :func:`canonical_json` of ``data``."""
-    return hashlib.sha256(canonical_json(data).encode()).hexdigest()

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scenegen.assets.collision import CollisionConfig
+from scenegen.assets.collision.config import CollisionConfig
 from scenegen.errors import BudgetError, ConfigError, ScenegenError
 from scenegen.layout.compose import SceneConfig
 from scenegen.sim.world import WorldConfig

@@ -12,14 +12,16 @@ larger y, ``right_of`` = smaller y, ``in_front_of`` = smaller x, ``behind`` = la
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 from shapely.geometry import MultiPoint, Point, Polygon
 
 from scenegen.errors import ConfigError, GraphError
 from scenegen.graph import RELATIONS, STATES
+from scenegen.rotations import quat_matrix
 from scenegen.scene import Pose
+from scenegen.validate import finite_fields
 
 _UNIT_CORNERS = np.array([[sx * 0.5, sy * 0.5, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 1)])
 
@@ -50,10 +52,7 @@ class RelationConfig:
     """States: maximum angle between the object's z axis and the ideal direction."""
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-                raise ConfigError(f"RelationConfig.{f.name} = {v!r} must be a finite number >= 0")
+        finite_fields(self, low=0.0, strict=True)
         if self.dir_cone <= 0 or self.far_min <= 0:
             raise ConfigError(f"RelationConfig: dir_cone ({self.dir_cone}) and far_min ({self.far_min}) must be > 0")
         if not 0 < self.tilt_deg < 90:
@@ -67,32 +66,6 @@ class RelationConfig:
             dir_min_offset=self.dir_min_offset * 1.5 + 0.01, dir_cone=self.dir_cone * 0.7,
             near_max=self.near_max * 0.6, far_min=self.far_min * 1.1 + 0.02, tilt_deg=self.tilt_deg * 0.5,
         )
-
-
-def quat_matrix(q: tuple[float, float, float, float] | np.ndarray) -> np.ndarray:
-    """Rotation matrix of a unit quaternion ``(x, y, z, w)``."""
-    x, y, z, w = (float(v) for v in q)
-    n = x * x + y * y + z * z + w * w
-    s = 2.0 / n if n > 0 else 0.0
-    return np.array([
-        [1 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)],
-        [s * (x * y + z * w), 1 - s * (x * x + z * z), s * (y * z - x * w)],
-        [s * (x * z - y * w), s * (y * z + x * w), 1 - s * (x * x + y * y)],
-    ])
-
-
-def quat_mul(a: tuple, b: tuple) -> tuple[float, float, float, float]:
-    """Hamilton product ``a * b`` of two ``(x, y, z, w)`` quaternions (apply b, then a)."""
-    ax, ay, az, aw = a
-    bx, by, bz, bw = b
-    return (aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz)
-
-
-def axis_angle_quat(axis: tuple[float, float, float], angle: float) -> tuple[float, float, float, float]:
-    """Quaternion of a rotation by ``angle`` radians about a unit ``axis``."""
-    s = math.sin(angle / 2)
-    return (axis[0] * s, axis[1] * s, axis[2] * s, math.cos(angle / 2))
 
 
 def box_corners(pose: Pose, extents: tuple[float, float, float]) -> np.ndarray:

@@ -15,7 +15,7 @@ MAX_LINES = 500
 
 
 def _graph() -> nx.DiGraph:
-    g = grimp.build_graph(*PACKAGES)
+    g = grimp.build_graph(*PACKAGES, cache_dir=None)
     dg = nx.DiGraph()
     for module in g.modules:
         dg.add_node(module)

@@ -19,7 +19,8 @@ import numpy as np
 from qa.checks._common import join_failures, preserved, task_nodes
 from qa.config import QAConfig, ReachabilityConfig
 from qa.result import CheckResult
-from scenegen.relations import axis_angle_quat, box_center, quat_matrix, quat_mul, z_range
+from scenegen.relations import box_center, z_range
+from scenegen.rotations import axis_angle_quat, quat_matrix, quat_mul
 from scenegen.scene import Pose, Scene
 
 NAME = "reachability"

@@ -25,6 +25,7 @@ from qa.result import CheckResult
 from scenegen.errors import BackendError
 from scenegen.scene import Camera, Scene
 from scenegen.sim.camera import render_camera
+from scenegen.validate import is_finite
 
 NAME = "vlm"
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ def parse_verdict(text: str | None) -> dict | None:
     if not isinstance(data, dict) or not isinstance(data.get("pass"), bool):
         return None
     score = data.get("score")
-    if isinstance(score, bool) or not isinstance(score, (int, float)) or not 0.0 <= float(score) <= 1.0:
+    if not (is_finite(score) and 0.0 <= score <= 1.0):
         return None
     problems = data.get("problems", [])
     if not isinstance(problems, list):

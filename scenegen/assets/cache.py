@@ -6,28 +6,24 @@ version, the collision settings and the triangle budget. Its folder is
 ``<root>/<id>/``; a second request for the same key is a file read (:meth:`Asset.load`).
 
 The root is ``~/.cache/scenegen/assets``, overridable with the ``SCENEGEN_CACHE``
-environment variable or an explicit argument. Writes are atomic: an asset is built
-in a temporary folder inside the root and renamed into place; if another writer got
-there first, the second build is discarded.
+environment variable or an explicit argument. Writes are atomic
+(:func:`scenegen.fileio.publish_dir`): an asset is built in a temporary folder inside the
+root and renamed into place; if another writer got there first, the second build is discarded.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 import logging
 import os
-import shutil
-import tempfile
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from scenegen.assets.base import ASSET_SCHEMA_VERSION, Asset
 from scenegen.errors import AssetError
+from scenegen.fileio import canonical_json as _canonical_json
+from scenegen.fileio import content_hash, publish_dir
 
 log = logging.getLogger(__name__)
 
@@ -43,34 +39,20 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     return Path(chosen).expanduser().resolve()
 
 
-def _plain(obj: Any) -> Any:
-    """Turn dataclasses, tuples and numpy scalars into plain JSON types."""
-    if callable(getattr(obj, "cache_key", None)):  # e.g. CollisionConfig: only the fields that matter
-        return _plain(obj.cache_key())
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _plain(dataclasses.asdict(obj))
-    if isinstance(obj, dict):
-        return {str(k): _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if hasattr(obj, "item") and callable(obj.item):  # numpy scalar
-        return obj.item()
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
+KEY_JSON = {"float_digits": None, "plain": True, "allow_nan": False, "error": AssetError, "what": "cache key"}
+"""The :func:`scenegen.fileio.canonical_json` options of cache keys: floats as Python writes them, numpy
+values, paths and dataclasses (through their ``cache_key()``) made plain, no NaN. Changing them changes
+every asset id."""
 
 
 def canonical_json(obj: Any) -> str:
-    """Canonical JSON text of ``obj``: sorted keys, no spaces, floats as Python writes them."""
-    try:
-        return json.dumps(_plain(obj), sort_keys=True, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise AssetError(f"cache key is not JSON-serialisable ({exc}); pass plain attributes") from None
+    """Canonical JSON text of a cache key: sorted keys, no spaces, floats as Python writes them (:data:`KEY_JSON`)."""
+    return _canonical_json(obj, **KEY_JSON)
 
 
 def sha256_of(obj: Any) -> str:
     """Hex sha256 of the canonical JSON of ``obj``."""
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+    return content_hash(obj, **KEY_JSON)
 
 
 def asset_key(category: Any, source: str, seed: int, attributes: dict | None, *, collision: Any,
@@ -83,7 +65,7 @@ def asset_key(category: Any, source: str, seed: int, attributes: dict | None, *,
         source: ``procedural``, ``library:<sha256 of the file>``...
         seed: seed of the instance parameters.
         attributes: requested attributes (color, material, size, scale).
-        collision: the :class:`~scenegen.assets.collision.CollisionConfig`.
+        collision: the :class:`~scenegen.assets.collision.config.CollisionConfig`.
         max_faces: visual triangle budget.
         generator_version: version of the procedural generators (or of the loader).
         material: the catalog material record in use (its density, friction...).
@@ -139,39 +121,17 @@ def store(key: str, build: Callable[[Path], Asset], cache_dir: str | os.PathLike
     except OSError as exc:
         raise AssetError(f"cannot create the asset cache {root} ({exc}); set SCENEGEN_CACHE "
                          "to a writable folder") from None
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:12]}-", dir=root))
-    try:
+
+    def build_checked(tmp: Path) -> None:
         build(tmp)
         if not (tmp / "asset.json").is_file():
             raise AssetError(f"asset build for {key[:12]} wrote no asset.json; this is a bug")
-        if final.exists() and not (final / "asset.json").is_file():
-            # A broken leftover (not written by this protocol): move it out of the way.
-            os.replace(final, root / f".trash-{key[:12]}-{uuid.uuid4().hex[:8]}")
-        try:
-            os.rename(tmp, final)
-        except OSError:
-            if not (final / "asset.json").is_file():
-                raise
-            log.debug("asset %s was written concurrently; keeping the first copy", key[:12])
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-        for junk in root.glob(f".trash-{key[:12]}-*"):
-            shutil.rmtree(junk, ignore_errors=True)
+
+    # A folder without asset.json is a broken leftover (not written this way): it is replaced.
+    if not publish_dir(final, build_checked, keep_existing=lambda f: (f / "asset.json").is_file(),
+                       error=AssetError):
+        log.debug("asset %s was written concurrently; keeping the first copy", key[:12])
     return Asset.load(final)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def fetch_or_build(key: str, build: Callable[[Path], Asset], cache_dir: str | os.PathLike | None = None,

@@ -15,7 +15,7 @@ SIZES = ("small", "medium", "large")
 
 
 def _collision(fast: bool):
-    from scenegen.assets.collision import CollisionConfig
+    from scenegen.assets.collision.config import CollisionConfig
 
     return CollisionConfig.fast() if fast else CollisionConfig()
 
@@ -54,7 +54,7 @@ def asset(category: str, seed: int, size: str | None, color: str | None, materia
       scenegen asset bowl --size large
     """
     from scenegen.assets.base import Asset
-    from scenegen.assets.generate import generate_asset
+    from scenegen.assets.build import generate_asset
 
     attrs = {k: v for k, v in (("size", size), ("color", color), ("material", material)) if v}
     t0 = time.perf_counter()
@@ -81,7 +81,7 @@ def asset(category: str, seed: int, size: str | None, color: str | None, materia
 
 def _build_one(category: str, seed: int, cache_dir: str | None, fast: bool) -> tuple[str, int, str, float]:
     """Worker: build one asset; return (category, seed, folder or error message, seconds)."""
-    from scenegen.assets.generate import generate_asset
+    from scenegen.assets.build import generate_asset
 
     t0 = time.perf_counter()
     try:

@@ -1,9 +1,13 @@
 """The user's own meshes: an OBJ, GLB, STL or PLY file (or a folder of them) becomes an Asset.
 
 The mesh is read with trimesh (a multi-part scene is concatenated), checked, lightly
-repaired (merged vertices, consistent outward normals, filled holes), turned +z up and
-long axis on +x, scaled uniformly so its extents fit the category's size range, and
-then finished like any procedural mesh (:func:`~scenegen.assets.generate.finalize_asset`).
+repaired (merged vertices, consistent outward normals, small holes filled:
+:func:`~scenegen.assets.mesh.repair.repair`), simplified to the triangle budget
+(:func:`~scenegen.assets.mesh.simplify.simplify`), turned +z up and long side on +x
+(:mod:`scenegen.assets.mesh.orient`), scaled uniformly so its extents fit the category's size
+range (:func:`~scenegen.assets.mesh.fit.fit_scale`), and then finished like any procedural mesh
+(:func:`~scenegen.assets.build.finalize_asset`). Colours and UVs are kept unless a hole is
+filled or the mesh is simplified.
 A broken mesh raises :class:`AssetError` naming the file and the problem: unreadable,
 unsupported format, empty, NaN/inf vertices, flat (zero volume), open or non-manifold.
 """
@@ -20,21 +24,32 @@ import numpy as np
 import trimesh
 
 from scenegen.assets.base import Asset
+from scenegen.assets.build import finalize_asset, validate_attributes
 from scenegen.assets.cache import asset_key, lookup, store
-from scenegen.assets.collision import CollisionConfig
-from scenegen.assets.generate import finalize_asset, validate_attributes
-from scenegen.assets.procedural import ProceduralMesh
-from scenegen.catalog import Catalog, Category, load_catalog
+from scenegen.assets.collision.config import CollisionConfig
+from scenegen.assets.mesh.fit import fit_scale
+from scenegen.assets.mesh.orient import orient_z_up, turn_long_side_to_x
+from scenegen.assets.mesh.repair import edge_use, orient_outward, repair
+from scenegen.assets.mesh.simplify import simplify
+from scenegen.assets.procedural.registry import ProceduralMesh
+from scenegen.catalog import Catalog, load_catalog
 from scenegen.errors import AssetError, ConfigError
 
 log = logging.getLogger(__name__)
 
 SUPPORTED = (".obj", ".glb", ".stl", ".ply")
 """File extensions read as meshes."""
-LOADER_VERSION = "1"
-"""Bump when loading or fitting changes its output: part of the cache key."""
+LOADER_VERSION = "2"
+"""Bump when loading or fitting changes its output: part of the cache key. 2: repair, orientation and
+scaling through :mod:`scenegen.assets.mesh` (holes closed by a fan round their centroid; y-up turned
+by the exact rotation of :func:`~scenegen.assets.mesh.orient.up_rotation`)."""
 UP_AXES = ("auto", "z", "y")
 """``auto``: y-up for GLB (glTF's convention), z-up for the rest."""
+HOLE_EDGES = 4
+"""Largest hole (in boundary edges) closed in a user mesh: a missing triangle or quad; a larger
+opening is the modeller's (an open surface), reported unless ``allow_open``."""
+LONG_SIDE_TOL = 1e-4
+"""The y side must be this fraction longer than x before the mesh is turned (a square stays put)."""
 
 
 def _fail(path: Path, problem: str, todo: str) -> AssetError:
@@ -71,15 +86,8 @@ def read_mesh(path: str | os.PathLike) -> trimesh.Trimesh:
     return mesh
 
 
-def _edge_counts(mesh: trimesh.Trimesh) -> tuple[int, int]:
-    """Numbers of boundary edges (one face) and non-manifold edges (more than two faces)."""
-    groups = trimesh.grouping.group_rows(mesh.edges_sorted)
-    counts = np.array([len(g) for g in groups]) if len(groups) else np.zeros(0, int)
-    return int((counts == 1).sum()), int((counts > 2).sum())
-
-
 def repair_mesh(mesh: trimesh.Trimesh, path: Path, *, allow_open: bool = False) -> trimesh.Trimesh:
-    """Merge vertices, drop degenerate faces, fix normals and fill holes; then check the volume.
+    """Repair a user mesh (merge, wind, close holes of up to :data:`HOLE_EDGES` edges), then check it.
 
     Raises:
         AssetError: the mesh is flat, open or non-manifold after repair (unless ``allow_open``),
@@ -90,19 +98,12 @@ def repair_mesh(mesh: trimesh.Trimesh, path: Path, *, allow_open: bool = False) 
     if ext.max() <= 0 or ext.min() <= 1e-6 * ext.max():
         axis = "xyz"[int(np.argmin(ext))]
         raise _fail(path, f"zero volume (the mesh is flat along {axis})", "give the object thickness")
-    m = mesh.copy()
-    m.merge_vertices()
-    m.update_faces(m.nondegenerate_faces())
-    m.update_faces(m.unique_faces())
-    m.remove_unreferenced_vertices()
+    m, _ = repair(mesh, max_hole_edges=HOLE_EDGES, keep_visual=True)
     if len(m.faces) == 0:
         raise _fail(path, "empty mesh (only degenerate triangles)", "export the mesh with its faces")
-    trimesh.repair.fix_normals(m)
     if not m.is_watertight:
-        trimesh.repair.fill_holes(m)
-        trimesh.repair.fix_normals(m)
-    if not m.is_watertight:
-        boundary, nonmanifold = _edge_counts(m)
+        _, uses = edge_use(m)
+        boundary, nonmanifold = int((uses == 1).sum()), int((uses > 2).sum())
         if not allow_open:
             if nonmanifold:
                 raise _fail(path, f"non-manifold ({nonmanifold} edges shared by more than two faces)",
@@ -111,46 +112,19 @@ def repair_mesh(mesh: trimesh.Trimesh, path: Path, *, allow_open: bool = False) 
                         "could not be closed)", "close the holes, or pass allow_open=True")
         log.warning("%s: mesh is open; its convex hull stands in for the mass properties", path.name)
         return m
-    if m.volume < 0:
-        m.invert()
     if abs(m.volume) <= 1e-12 * max(ext.max() ** 3, 1e-30) or abs(m.volume) < 1e-15:
         raise _fail(path, "zero volume (the surface encloses nothing)", "give the object thickness")
     return m
 
 
 def _orient(mesh: trimesh.Trimesh, up: str, suffix: str) -> tuple[trimesh.Trimesh, str, int]:
-    """Turn the mesh +z up and its longer horizontal side onto +x."""
+    """Turn the mesh +z up and its longer horizontal side onto +x; return it, the up axis used and the yaw."""
     if up not in UP_AXES:
         raise ConfigError(f"up={up!r} is unknown; use one of {', '.join(UP_AXES)}")
     used = ("y" if suffix == ".glb" else "z") if up == "auto" else up
-    m = mesh.copy()
-    if used == "y":
-        m.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [1, 0, 0]))
-    yaw = 0
-    if m.extents[1] > m.extents[0] * 1.0001:
-        m.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [0, 0, 1]))
-        yaw = 90
+    m = orient_z_up(mesh, used)
+    yaw = 90 if turn_long_side_to_x(m, LONG_SIDE_TOL) else 0
     return m, used, yaw
-
-
-def fit_scale(extents: np.ndarray, category: Category, size: str | None = None,
-              catalog: Catalog | None = None) -> float:
-    """Uniform scale that brings ``extents`` into the category's size range.
-
-    When no single scale fits every axis, the one with the smallest worst relative
-    violation is used. A ``size`` class (small/medium/large) picks the matching part of
-    the feasible range; without it the geometric middle is used.
-    """
-    e = np.maximum(np.asarray(extents, dtype=float), 1e-12)
-    lo = np.asarray(category.size_min) / e
-    hi = np.asarray(category.size_max) / e
-    s_lo, s_hi = float(lo.max()), float(hi.min())
-    if s_lo >= s_hi or not size:
-        return float(np.sqrt(s_lo * s_hi))
-    catalog = catalog or load_catalog()
-    a, b = catalog.size_classes[size]
-    t = (a + b) / 2
-    return float(np.exp(np.log(s_lo) + t * (np.log(s_hi) - np.log(s_lo))))
 
 
 def _file_digest(path: Path) -> str:
@@ -164,14 +138,12 @@ def _file_digest(path: Path) -> str:
 def _simplified(mesh: trimesh.Trimesh, max_faces: int, path: Path) -> trimesh.Trimesh:
     if len(mesh.faces) <= max_faces:
         return mesh
-    from scenegen.assets.mesh_cleanup import simplify
-
     try:
         out, _ = simplify(mesh, max_faces)
     except AssetError as exc:
         log.warning("%s: kept all %d triangles (%s)", path.name, len(mesh.faces), exc)
         return mesh
-    trimesh.repair.fix_normals(out)
+    orient_outward(out)
     if mesh.is_watertight and not out.is_watertight:
         log.warning("%s: simplifying to %d triangles opened the mesh; kept all %d", path.name,
                     max_faces, len(mesh.faces))

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from scenegen.assets.base import Asset
-from scenegen.assets.collision import CollisionConfig
+from scenegen.assets.collision.config import CollisionConfig
 from scenegen.catalog import Catalog, load_catalog
 from scenegen.errors import ConfigError
 
@@ -76,7 +76,7 @@ class AssetSource:
         return {"max_faces": self.max_faces, "collision": dataclasses.asdict(self.collision)}
 
     def _procedural(self, category: str, seed: int, attributes: dict | None) -> Asset:
-        from scenegen.assets.generate import generate_asset
+        from scenegen.assets.build import generate_asset
 
         return generate_asset(category, seed, attributes, cache_dir=self.cache_dir, collision=self.collision,
                               max_faces=self.max_faces, catalog=self.catalog)
@@ -107,13 +107,13 @@ class ShapESource(AssetSource):
         """Create the source.
 
         Args:
-            config: a :class:`~scenegen.assets.diffusion.ShapEConfig` (default: from the environment).
-            backend: a ready :class:`~scenegen.assets.diffusion.ShapEBackend` (e.g. an injected pipeline).
+            config: a :class:`~scenegen.assets.diffusion.pipelines.ShapEConfig` (default: from the environment).
+            backend: a ready :class:`~scenegen.assets.diffusion.pipelines.ShapEBackend` (e.g. an injected pipeline).
             **common: ``cache_dir``, ``collision``, ``max_faces``, ``catalog``.
 
         """
         super().__init__(**common)
-        from scenegen.assets.diffusion import ShapEBackend, ShapEConfig
+        from scenegen.assets.diffusion.pipelines import ShapEBackend, ShapEConfig
 
         if backend is not None and config is not None and config != backend.config:
             raise ConfigError("ShapESource: config differs from backend.config; pass one of them")
@@ -121,7 +121,7 @@ class ShapESource(AssetSource):
         self.backend = backend or ShapEBackend(self.shap_e)
 
     def __call__(self, category: str, seed: int, attributes: dict | None = None) -> Asset:
-        from scenegen.assets.diffusion_assets import generate_shap_e_asset
+        from scenegen.assets.diffusion.assets import generate_shap_e_asset
 
         return generate_shap_e_asset(category, seed, attributes, self.shap_e, self.cache_dir, backend=self.backend,
                                      collision=self.collision, max_faces=self.max_faces, catalog=self.catalog)
@@ -139,13 +139,13 @@ class TexturedSource(AssetSource):
         """Create the source.
 
         Args:
-            config: a :class:`~scenegen.assets.diffusion.TextureConfig` (default: from the environment).
-            backend: a ready :class:`~scenegen.assets.diffusion.TextureBackend`.
+            config: a :class:`~scenegen.assets.diffusion.pipelines.TextureConfig` (default: from the environment).
+            backend: a ready :class:`~scenegen.assets.diffusion.pipelines.TextureBackend`.
             **common: ``cache_dir``, ``collision``, ``max_faces``, ``catalog``.
 
         """
         super().__init__(**common)
-        from scenegen.assets.diffusion import TextureBackend, TextureConfig
+        from scenegen.assets.diffusion.pipelines import TextureBackend, TextureConfig
 
         if backend is not None and config is not None and config != backend.config:
             raise ConfigError("TexturedSource: config differs from backend.config; pass one of them")
@@ -153,7 +153,7 @@ class TexturedSource(AssetSource):
         self.backend = backend or TextureBackend(self.texture)
 
     def __call__(self, category: str, seed: int, attributes: dict | None = None) -> Asset:
-        from scenegen.assets.diffusion_assets import textured_asset
+        from scenegen.assets.diffusion.assets import textured_asset
 
         return textured_asset(category, seed, attributes, self.backend, cache_dir=self.cache_dir,
                               collision=self.collision, max_faces=self.max_faces, catalog=self.catalog)
@@ -278,11 +278,11 @@ def resolve_source(spec: str | None = "procedural", **options: Any) -> AssetSour
     if text == "procedural":
         return ProceduralSource(**common)
     if text == "shap-e":
-        from scenegen.assets.diffusion import ShapEConfig
+        from scenegen.assets.diffusion.pipelines import ShapEConfig
 
         return ShapESource(*_backend_parts(options, "shap_e", ShapEConfig), **common)
     if text == "textured":
-        from scenegen.assets.diffusion import TextureConfig
+        from scenegen.assets.diffusion.pipelines import TextureConfig
 
         return TexturedSource(*_backend_parts(options, "texture", TextureConfig), **common)
     if text.startswith("library:"):

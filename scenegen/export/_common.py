@@ -11,7 +11,6 @@ and every path written inside the main file is relative to the main file's folde
 
 from __future__ import annotations
 
-import math
 import re
 import shutil
 import xml.etree.ElementTree as ET
@@ -23,6 +22,7 @@ import numpy as np
 
 from scenegen.assets.base import Asset
 from scenegen.errors import ExportError
+from scenegen.rotations import quat_matrix, rpy_to_matrix
 from scenegen.scene import Pose, Scene
 
 GROUND_BELOW_TABLE = 0.75
@@ -113,42 +113,12 @@ def copy_assets(objects: list[ExportObject], out_dir: Path) -> None:
         shutil.copytree(src, dst, dirs_exist_ok=True)
 
 
-def quat_wxyz(q: tuple[float, ...]) -> tuple[float, float, float, float]:
-    """Quaternion (x, y, z, w) -> normalised (w, x, y, z)."""
-    x, y, z, w = (float(v) for v in q)
-    n = math.sqrt(x * x + y * y + z * z + w * w) or 1.0
-    return (w / n, x / n, y / n, z / n)
-
-
-def quat_to_matrix(q: tuple[float, ...]) -> np.ndarray:
-    """Rotation matrix of a quaternion (x, y, z, w)."""
-    w, x, y, z = quat_wxyz(q)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
-
-
 def pose_matrix(pose: Pose) -> np.ndarray:
     """4x4 homogeneous transform of a pose."""
     m = np.eye(4)
-    m[:3, :3] = quat_to_matrix(pose.orientation)
+    m[:3, :3] = quat_matrix(pose.orientation)
     m[:3, 3] = pose.position
     return m
-
-
-def quat_to_rpy(q: tuple[float, ...]) -> tuple[float, float, float]:
-    """Quaternion (x, y, z, w) -> fixed-axis roll, pitch, yaw (URDF/SDF convention)."""
-    r = quat_to_matrix(q)
-    pitch = math.asin(max(-1.0, min(1.0, -r[2, 0])))
-    if abs(r[2, 0]) < 1 - 1e-9:
-        roll = math.atan2(r[2, 1], r[2, 2])
-        yaw = math.atan2(r[1, 0], r[0, 0])
-    else:  # gimbal lock: put everything in yaw
-        roll = 0.0
-        yaw = math.atan2(-r[0, 1], r[1, 1])
-    return (roll, pitch, yaw)
 
 
 def fmt(*values: float) -> str:
@@ -189,27 +159,6 @@ def principal_inertia(asset: Asset) -> tuple[np.ndarray, np.ndarray]:
     return _fix_moments(vals), vecs
 
 
-def matrix_to_quat(m: np.ndarray) -> tuple[float, float, float, float]:
-    """Rotation matrix -> quaternion (x, y, z, w), w >= 0."""
-    t = np.trace(m)
-    if t > 0:
-        s = math.sqrt(t + 1.0) * 2
-        w, x, y, z = 0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
-        w, x, y, z = (m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
-    elif m[1, 1] > m[2, 2]:
-        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
-        w, x, y, z = (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s
-    else:
-        s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
-        w, x, y, z = (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s
-    q = np.array([x, y, z, w]) / np.linalg.norm([x, y, z, w])
-    if q[3] < 0:
-        q = -q
-    return tuple(float(v) for v in q)  # type: ignore[return-value]
-
-
 _NAME_OK = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -236,15 +185,6 @@ def visual_texture(asset: Asset) -> str | None:
                 if parts and parts[0] == "map_Kd" and (mtl.parent / parts[-1]).is_file():
                     return (mtl.parent / parts[-1]).relative_to(Path(asset.path)).as_posix()  # type: ignore[arg-type]
     return None
-
-
-def rpy_to_matrix(rpy: tuple[float, float, float]) -> np.ndarray:
-    """Rotation matrix of fixed-axis roll, pitch, yaw (URDF/SDF convention)."""
-    r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
 
 
 @dataclass(frozen=True)

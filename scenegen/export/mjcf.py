@@ -47,13 +47,12 @@ from scenegen.export._common import (
     copy_assets,
     fmt,
     inertia_matrix,
-    matrix_to_quat,
     prepare_out_dir,
-    quat_wxyz,
     scene_objects,
     visual_texture,
 )
 from scenegen.export._robot import copy_robot, robot_info
+from scenegen.rotations import matrix_to_quat, quat_wxyz
 from scenegen.scene import Scene
 
 TIMESTEP = 0.001

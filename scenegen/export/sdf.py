@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from scenegen.assets.base import Asset
-from scenegen.assets.urdf import ROLLING_FRICTION, SPINNING_FRICTION
+from scenegen.assets.model_urdf import ROLLING_FRICTION, SPINNING_FRICTION
 from scenegen.errors import ExportError
 from scenegen.export._common import (
     GROUND_BELOW_TABLE,
@@ -37,21 +37,16 @@ from scenegen.export._common import (
     copy_assets,
     fmt,
     inertia_matrix,
-    matrix_to_quat,
     prepare_out_dir,
-    quat_to_rpy,
     scene_objects,
     urdf_origin,
     visual_texture,
 )
 from scenegen.export._robot import copy_robot, link_poses, robot_info
+from scenegen.rotations import matrix_to_rpy, quat_to_rpy
 from scenegen.scene import Pose, Scene
 
 SDF_VERSION = "1.7"
-
-
-def _matrix_rpy(m: np.ndarray) -> tuple[float, float, float]:
-    return quat_to_rpy(matrix_to_quat(m[:3, :3]))
 
 
 def _text(parent: ET.Element, tag: str, value: str) -> ET.Element:
@@ -97,7 +92,7 @@ def _object_model(world: ET.Element, obj: ExportObject) -> None:
     for k, shape in enumerate(collision_shapes(a)):
         col = ET.SubElement(link, "collision", name=f"collision_{k:03d}")
         if not np.allclose(shape.origin, np.eye(4)):
-            _pose(col, shape.origin[:3, 3], _matrix_rpy(shape.origin))
+            _pose(col, shape.origin[:3, 3], matrix_to_rpy(shape.origin))
         _shape_geometry(col, obj, shape)
         surface = ET.SubElement(col, "surface")
         ode = ET.SubElement(ET.SubElement(surface, "friction"), "ode")
@@ -145,7 +140,7 @@ def _robot_model(world: ET.Element, urdf: Path, out: Path, name: str, base_xyz, 
         lname = lk.get("name")
         link = ET.SubElement(model, "link", name=lname)
         m = link_pose[lname]
-        _pose(link, m[:3, 3], _matrix_rpy(m))
+        _pose(link, m[:3, 3], matrix_to_rpy(m))
         inert = lk.find("inertial")
         if inert is not None:
             o = urdf_origin(inert.find("origin"))
@@ -154,7 +149,7 @@ def _robot_model(world: ET.Element, urdf: Path, out: Path, name: str, base_xyz, 
                 else dict.fromkeys(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), 0.0)
             tensor = np.array([[vals["ixx"], vals["ixy"], vals["ixz"]], [vals["ixy"], vals["iyy"], vals["iyz"]],
                                [vals["ixz"], vals["iyz"], vals["izz"]]])
-            _inertial(link, float(inert.find("mass").get("value", 0.0)), o[:3, 3], tensor, _matrix_rpy(o))
+            _inertial(link, float(inert.find("mass").get("value", 0.0)), o[:3, 3], tensor, matrix_to_rpy(o))
         for tag in ("visual", "collision"):
             for k, el in enumerate(lk.findall(tag)):
                 mesh = el.find("geometry/mesh")
@@ -162,7 +157,7 @@ def _robot_model(world: ET.Element, urdf: Path, out: Path, name: str, base_xyz, 
                     continue  # the exported robots use meshes only
                 g = ET.SubElement(link, tag, name=f"{tag}_{k}")
                 o = urdf_origin(el.find("origin"))
-                _pose(g, o[:3, 3], _matrix_rpy(o))
+                _pose(g, o[:3, 3], matrix_to_rpy(o))
                 scale = [float(v) for v in mesh.get("scale").split()] if mesh.get("scale") else None
                 _mesh_geometry(g, f"{rel}/{mesh.get('filename')}", scale)
     for j in joints:

@@ -29,10 +29,10 @@ from scenegen.export._common import (
     copy_assets,
     fmt,
     prepare_out_dir,
-    quat_to_rpy,
     scene_objects,
 )
 from scenegen.export._robot import RobotInfo, copy_robot, robot_info
+from scenegen.rotations import quat_to_rpy
 from scenegen.scene import Scene
 
 SCENE_FILE_FORMAT = "scenegen-urdf-scene"

@@ -36,15 +36,14 @@ from scenegen.export._common import (
     ExportObject,
     collision_shapes,
     copy_assets,
-    matrix_to_quat,
     prepare_out_dir,
     principal_inertia,
-    quat_wxyz,
     safe_name,
     scene_objects,
     visual_texture,
 )
 from scenegen.export._robot import robot_info, robot_mesh, robot_visuals
+from scenegen.rotations import matrix_to_quat, quat_wxyz
 from scenegen.scene import Scene
 
 

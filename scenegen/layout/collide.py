@@ -13,7 +13,8 @@ from shapely.geometry import MultiPoint, Point, Polygon, box
 
 from scenegen.assets.base import Asset
 from scenegen.geometry import AssetGeometry, set_link_pose, transform_points
-from scenegen.relations import RelationConfig, quat_matrix
+from scenegen.relations import RelationConfig
+from scenegen.rotations import quat_matrix
 from scenegen.scene import Pose
 
 

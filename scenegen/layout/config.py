@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from scenegen.errors import ConfigError
 from scenegen.relations import RelationConfig
+from scenegen.validate import is_finite
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,8 @@ class LayoutConfig:
 
     def __post_init__(self) -> None:
         checks = {
-            "table_center_x": math.isfinite(self.table_center_x),
-            "table_height": math.isfinite(self.table_height),
+            "table_center_x": is_finite(self.table_center_x),
+            "table_height": is_finite(self.table_height),
             "edge_margin": 0 <= self.edge_margin < 0.5, "margin": 0 <= self.margin < 0.5,
             "drop_gap": 0 <= self.drop_gap < 0.05, "penetration_tol": 0 <= self.penetration_tol < 0.05,
             "max_attempts": isinstance(self.max_attempts, int) and self.max_attempts >= 1,

@@ -28,7 +28,8 @@ from scenegen.layout.collide import (
     relation_zone,
     sample_in,
 )
-from scenegen.relations import RelationConfig, axis_angle_quat, check_relation, quat_matrix, quat_mul
+from scenegen.relations import RelationConfig, check_relation
+from scenegen.rotations import axis_angle_quat, quat_matrix, quat_mul
 from scenegen.scene import Pose
 
 if TYPE_CHECKING:

@@ -13,7 +13,6 @@ import json
 import math
 import os
 import re
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,13 +20,12 @@ from typing import Any
 import jsonschema
 
 from scenegen.errors import PackError
-from scenegen.graph import content_hash
+from scenegen.fileio import canonical_json, content_hash
+from scenegen.validate import is_finite
 
 PACK_FORMAT = "scenegen-pack"
 PACK_SCHEMA_VERSION = 1
 MANIFEST = "manifest.json"
-TMP_PREFIX = ".tmp-"
-"""Names starting with this are unfinished writes: ignored by readers, removed on reopen."""
 LOCK = ".lock"
 """Lock file held (flock) by the one open :class:`PackWriter`."""
 
@@ -159,21 +157,10 @@ def bad_refs(rel: str, data: bytes, listed: set[str]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- JSON and images
-def _json_default(obj: Any) -> Any:
-    if hasattr(obj, "tolist"):  # numpy arrays and scalars
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return obj.as_posix()
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
-
-
 def dumps(data: Any, what: str) -> bytes:
     """Deterministic JSON bytes (sorted keys, 2-space indent, trailing newline, no NaN)."""
-    try:
-        text = json.dumps(data, indent=2, sort_keys=True, allow_nan=False, default=_json_default)
-    except (TypeError, ValueError) as exc:
-        raise PackError(f"{what} cannot be stored as JSON ({exc}); use finite numbers, strings, lists "
-                        "and dicts") from None
+    text = canonical_json(data, float_digits=None, plain=True, allow_nan=False, indent=2, separators=None,
+                          error=PackError, what=what)
     return (text + "\n").encode()
 
 
@@ -184,7 +171,7 @@ def dumps_manifest(manifest: dict, cache: dict | None = None) -> bytes:
     entry object, so rewriting the manifest after each scene does not re-encode every entry.
     """
     def one(value: Any) -> str:
-        return json.dumps(value, sort_keys=True, allow_nan=False, default=_json_default)
+        return canonical_json(value, float_digits=None, plain=True, allow_nan=False, separators=None)
 
     def entry_line(entry: dict) -> str:
         if cache is None:
@@ -257,7 +244,7 @@ def qa_summary(qa: dict | None) -> dict:
     status = "passed" if passed is True else "failed" if passed is False else "unchecked"
     out: dict = {}
     score = qa.get("score")
-    if isinstance(score, (int, float)) and not isinstance(score, bool) and math.isfinite(score):
+    if is_finite(score):
         out["score"] = float(score)
     checks = qa.get("checks")
     if isinstance(checks, dict):
@@ -321,37 +308,6 @@ def validate_manifest(root: Path, m: Any) -> None:
 
 
 # --------------------------------------------------------------------------- files
-def write_file(path: Path, data: bytes, sync: bool = False) -> None:
-    """Write bytes; with ``sync``, flush them to the disk before returning."""
-    with open(path, "wb") as f:
-        f.write(data)
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temporary sibling, flush it to disk, then ``os.replace`` it over ``path``."""
-    tmp = path.with_name(f"{TMP_PREFIX}{path.name}-{os.getpid()}")
-    try:
-        write_file(tmp, data, sync=True)
-        os.replace(tmp, path)
-    except OSError as exc:
-        remove(tmp)
-        raise PackError(f"could not write {path} ({exc}); check free disk space and permissions") from None
-    except BaseException:
-        remove(tmp)
-        raise
-
-
-def remove(path: Path) -> None:
-    """Delete a file, link or folder if present."""
-    if path.is_symlink() or path.is_file():
-        path.unlink(missing_ok=True)
-    elif path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def folder_files(folder: Path) -> list[tuple[str, Path]]:
     """Files of a folder, recursively and sorted, as (POSIX relative path, path); skips dot-names."""
     out = []

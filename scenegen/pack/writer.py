@@ -12,7 +12,6 @@ import copy
 import json
 import logging
 import os
-import secrets
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,13 +20,12 @@ from typing import TYPE_CHECKING, Any
 from scenegen import __version__
 from scenegen.assets.base import Asset
 from scenegen.errors import AssetError, GraphError, PackError
-from scenegen.graph import canonical_json
+from scenegen.fileio import TMP_PREFIX, Closeable, canonical_json, publish_dir, remove, write_atomic, write_file
 from scenegen.pack.format import (
     LOCK,
     MANIFEST,
     PACK_FORMAT,
     PACK_SCHEMA_VERSION,
-    TMP_PREFIX,
     bad_refs,
     check_name,
     dumps,
@@ -39,13 +37,10 @@ from scenegen.pack.format import (
     pack_content_hash,
     qa_summary,
     read_json,
-    remove,
     sha256_bytes,
     sha256_file,
     tree_hash,
     validate_manifest,
-    write_atomic,
-    write_file,
 )
 from scenegen.scene import Scene
 
@@ -67,7 +62,7 @@ def _normalise_config(config: Any) -> dict:
     return json.loads(dumps(dict(config), "pack config"))
 
 
-class PackWriter:
+class PackWriter(Closeable):
     """Create a pack folder, or reopen one with the same prompt, seed and config to resume it.
 
     One writer per folder at a time (an OS lock enforces it). Use as a context manager or
@@ -91,7 +86,6 @@ class PackWriter:
             raise PackError(f"pack seed must be an int, got {seed!r}")
         cfg = _normalise_config(config)
         self._lock_fd: int | None = None
-        self._open = False
         self._line_cache: dict = {}
         self._checked_sources: set[tuple[str, str]] = set()
         root = Path(root)
@@ -103,7 +97,6 @@ class PackWriter:
         self.root = root.resolve()
         """Absolute pack folder."""
         self._lock_fd = lock_folder(self.root)
-        self._open = True
         try:
             if (self.root / MANIFEST).exists():
                 self._manifest = self._reopen(prompt, seed, cfg)
@@ -140,11 +133,6 @@ class PackWriter:
     def content_hash(self) -> str:
         """The pack's content hash as of the last manifest write."""
         return self._manifest["content_hash"]
-
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` or :meth:`finalize` ran."""
-        return not self._open
 
     # ------------------------------------------------------------ writing
     def add_scene(self, scene: Scene, assets: Mapping[str, Asset], preview: Any = None,
@@ -219,24 +207,8 @@ class PackWriter:
                              "hash": tree_hash(hashes), "files": hashes}
 
     def _publish(self, sub: str, name: str, files: Mapping[str, bytes]) -> None:
-        """Write ``files`` into a temporary sibling folder, then rename it to ``sub/name``."""
-        parent = self.root / sub
-        tmp = parent / f"{TMP_PREFIX}{name[:24]}-{secrets.token_hex(4)}"
-        final = parent / name
-        try:
-            for rel, payload in sorted(files.items()):
-                path = tmp.joinpath(*rel.split("/"))
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_file(path, payload)
-            if final.exists() or final.is_symlink():
-                remove(final)  # a stale folder the manifest does not list
-            os.rename(tmp, final)
-        except OSError as exc:
-            remove(tmp)
-            raise PackError(f"could not write {final} ({exc}); check free disk space and permissions") from None
-        except BaseException:
-            remove(tmp)
-            raise
+        """Write ``files`` into a temporary sibling folder, then rename it to ``sub/name`` (a stale one is replaced)."""
+        publish_dir(self.root / sub / name, files, write=write_file, error=PackError)
 
     def write_extra(self, name: str, data: Any) -> Path:
         """Write a pack-level file such as ``qa_report.json`` or ``contact_sheet.png`` atomically.
@@ -259,7 +231,7 @@ class PackWriter:
         else:
             fmt = {"jpg": "JPEG", "jpeg": "JPEG", "webp": "WEBP"}.get(name.rsplit(".", 1)[-1].lower(), "PNG")
             payload = image_bytes(data, fmt)
-        write_atomic(self.root / name, payload)
+        write_atomic(self.root / name, payload, error=PackError)
         self._manifest["extras"][name] = sha256_bytes(payload)
         self._write_manifest()
         return self.root / name
@@ -278,27 +250,14 @@ class PackWriter:
 
         return load_pack(self.root)
 
-    def close(self) -> None:
+    def _close(self) -> None:
         """Release the folder lock; the writer cannot write any more."""
-        self._open = False
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-
-    def __enter__(self) -> PackWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - best effort at interpreter shutdown
-            pass
+        fd, self._lock_fd = getattr(self, "_lock_fd", None), None
+        if fd is not None:
+            os.close(fd)
 
     def _check_open(self) -> None:
-        if not self._open:
+        if self.closed:
             raise PackError(f"the PackWriter of {self.root} is closed; open a new PackWriter to add more")
 
     def _write_manifest(self) -> None:
@@ -309,7 +268,7 @@ class PackWriter:
         counts = Counter(e["status"] for e in m["scenes"])
         m["qa"] = {k: counts.get(k, 0) for k in ("passed", "failed", "unchecked")}
         m["content_hash"] = pack_content_hash(m["scenes"], m["assets"])
-        write_atomic(self.root / MANIFEST, dumps_manifest(m, self._line_cache))
+        write_atomic(self.root / MANIFEST, dumps_manifest(m, self._line_cache), error=PackError)
 
     # ------------------------------------------------------------ resume
     def _reopen(self, prompt: str, seed: int, cfg: dict) -> dict:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from scenegen.errors import ConfigError
-from scenegen.relations import quat_matrix
+from scenegen.rotations import quat_matrix
 from scenegen.scene import Camera, Scene
 from scenegen.sim.robots import RobotSpec
 

@@ -15,24 +15,12 @@ from typing import Protocol
 import numpy as np
 
 from scenegen.errors import ConfigError
-from scenegen.relations import quat_matrix
-from scenegen.sim.world import World
+from scenegen.fileio import Closeable
+from scenegen.rotations import down_quat, yaw_of
+from scenegen.sim.world import World, disconnect
 
 ACTION_DIM = 5
 """dx, dy, dz, dyaw, gripper."""
-
-
-def down_quat(yaw: float) -> tuple[float, float, float, float]:
-    """Quaternion of the gripper pointing down (-z) turned by ``yaw`` about the world z axis."""
-    h = yaw / 2
-    # Rz(yaw) * Rx(pi)
-    return (math.cos(h), math.sin(h), 0.0, 0.0)
-
-
-def yaw_of(orientation: tuple[float, float, float, float]) -> float:
-    """Yaw of a downward gripper orientation (angle of its x axis in the world xy plane)."""
-    r = quat_matrix(orientation)
-    return math.atan2(r[1, 0], r[0, 0])
 
 
 def wrap(angle: float) -> float:
@@ -57,7 +45,7 @@ def check_action(action: object) -> np.ndarray:
     return np.clip(a, -1.0, 1.0)
 
 
-class IKTwin:
+class IKTwin(Closeable):
     """A kinematic copy of a robot in its own PyBullet client, for accurate inverse kinematics.
 
     PyBullet's null-space IK leaves errors of several millimetres. The twin starts from the
@@ -102,14 +90,10 @@ class IKTwin:
             shift = np.clip(shift + err, -0.05, 0.05)
         return q, shift
 
-    def close(self) -> None:
-        """Disconnect the twin's client (idempotent)."""
-        if self.client >= 0:
-            try:
-                self._p.disconnect(physicsClientId=self.client)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-            self.client = -1
+    def _close(self) -> None:
+        """Disconnect the twin's client (:meth:`close` calls this once)."""
+        client, self.client = self.client, -1
+        disconnect(client)
 
 
 def twin_key(world: World) -> tuple:

@@ -11,7 +11,6 @@ inertials, contact settings and collision geometry are the original ones.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import tempfile
 import threading
@@ -19,6 +18,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from scenegen.errors import ConfigError
+from scenegen.fileio import publish_dir
+from scenegen.sim.light_assets import write_obj
 from scenegen.sim.robots import RobotSpec, get_robot, register_robot
 
 _LOCK = threading.Lock()
@@ -49,9 +50,7 @@ def coarse_hull(mesh_path: Path, out: Path, max_vertices: int = HULL_VERTICES) -
             dist = np.minimum(dist, np.linalg.norm(pts - pts[i], axis=1))
         pts = pts[chosen]
     hull = trimesh.convex.convex_hull(pts)
-    lines = [f"v {x:.6f} {y:.6f} {z:.6f}" for x, y, z in hull.vertices]
-    lines += [f"f {a + 1} {b + 1} {c + 1}" for a, b, c in hull.faces]
-    out.write_text("\n".join(lines) + "\n")
+    write_obj(out, hull.vertices, hull.faces)
     return out
 
 
@@ -96,21 +95,17 @@ def light_robot(name: str | RobotSpec) -> RobotSpec:
     digest = hashlib.sha256(f"{HULL_VERTICES}:{text}".encode()).hexdigest()[:16]
     folder = Path(tempfile.gettempdir()) / "scenegen_light_robots" / f"{light_name}_{digest}"
     path = folder / "robot.urdf"
-    with _LOCK:
-        if not path.is_file():
-            tmpdir = folder.with_name(f".{folder.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmpdir.mkdir(parents=True, exist_ok=True)
-            hulls: dict[str, str] = {}
-            for k, ref in enumerate(sorted(set(_MESH.findall(text)))):
-                src_mesh = _resolve_mesh(ref, src.parent)
-                if src_mesh.suffix.lower() in (".obj", ".stl") and src_mesh.is_file():
-                    coarse_hull(src_mesh, tmpdir / f"hull_{k:02d}.obj")
-                    hulls[ref] = (folder / f"hull_{k:02d}.obj").as_posix()
-            (tmpdir / "robot.urdf").write_text(_light_urdf_text(text, src.parent, hulls))
-            try:
-                os.replace(tmpdir, folder)
-            except OSError:  # another process wrote it first
-                import shutil
 
-                shutil.rmtree(tmpdir, ignore_errors=True)
+    def fill(tmpdir: Path) -> None:
+        hulls: dict[str, str] = {}
+        for k, ref in enumerate(sorted(set(_MESH.findall(text)))):
+            src_mesh = _resolve_mesh(ref, src.parent)
+            if src_mesh.suffix.lower() in (".obj", ".stl") and src_mesh.is_file():
+                coarse_hull(src_mesh, tmpdir / f"hull_{k:02d}.obj")
+                hulls[ref] = (folder / f"hull_{k:02d}.obj").as_posix()
+        (tmpdir / "robot.urdf").write_text(_light_urdf_text(text, src.parent, hulls))
+
+    with _LOCK:
+        if not path.is_file():  # another process may publish it first: its copy is kept
+            publish_dir(folder, fill, keep_existing=lambda f: (f / "robot.urdf").is_file())
         return register_robot(replace(spec, name=light_name, urdf=str(path)), overwrite=True)

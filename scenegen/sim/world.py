@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from scenegen.assets.base import Asset
-from scenegen.assets.urdf import ROLLING_FRICTION, SPINNING_FRICTION
+from scenegen.assets.model_urdf import ROLLING_FRICTION, SPINNING_FRICTION
 from scenegen.errors import AssetError, ConfigError
+from scenegen.fileio import Closeable
 from scenegen.geometry import link_pose, set_link_pose
 from scenegen.scene import Pose, Scene
 from scenegen.sim.robots import RobotSpec, get_robot
+from scenegen.validate import finite_fields
 
 AssetLookup = dict[str, Asset] | Callable[[str], Asset]
 
@@ -47,12 +49,7 @@ class WorldConfig:
     """Hold the robot's joints at home with position motors."""
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, bool):
-                continue
-            if not (isinstance(v, (int, float)) and math.isfinite(v)):
-                raise ConfigError(f"WorldConfig.{f.name} = {v!r} must be a finite number")
+        finite_fields(self, strict=True)
         if not 0 < self.timestep <= 0.05:
             raise ConfigError(f"WorldConfig.timestep = {self.timestep} must be in (0, 0.05] s")
         if self.substeps < 1 or self.solver_iterations < 1:
@@ -97,7 +94,17 @@ def _resolve(lookup: AssetLookup, asset_id: str, node: str) -> Asset:
     return asset
 
 
-class World:
+def disconnect(client: int) -> None:
+    """Disconnect a PyBullet client; one already gone is ignored."""
+    import pybullet as p
+
+    try:
+        p.disconnect(physicsClientId=client)
+    except Exception:  # noqa: BLE001 - already disconnected
+        pass
+
+
+class World(Closeable):
     """A scene built into its own PyBullet client; use :meth:`build`, close with ``with`` or :meth:`close`."""
 
     def __init__(self, scene: Scene, assets: dict[str, Asset], client: int, robot: RobotSpec,
@@ -206,26 +213,10 @@ class World:
         self.node_of[body] = node
 
     # ------------------------------------------------------------------ lifecycle
-    def close(self) -> None:
-        """Disconnect the client (idempotent)."""
-        if self.client >= 0:
-            try:
-                self._p.disconnect(physicsClientId=self.client)
-            except Exception:  # noqa: BLE001 - already disconnected
-                pass
-            self.client = -1
-
-    def __enter__(self) -> World:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
-            pass
+    def _close(self) -> None:
+        """Disconnect the client (:meth:`close` calls this once)."""
+        client, self.client = self.client, -1
+        disconnect(client)
 
     # ------------------------------------------------------------------ robot
     def reset_robot(self, positions: tuple[float, ...] | None = None) -> None:

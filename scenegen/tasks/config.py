@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from scenegen.errors import ConfigError
 from scenegen.sim.world import WorldConfig
-from scenegen.validate import finite, int_in
+from scenegen.validate import finite, int_in, is_finite
 
 CAMERAS = ("front", "wrist")
 """Cameras an observation may hold."""
@@ -121,7 +121,7 @@ class EpisodeConfig:
             raise ConfigError(f"{cls}.pointcloud_backend = {self.pointcloud_backend!r} must be one of "
                               f"{POINTCLOUD_BACKENDS}")
         ws = tuple(self.workspace)
-        if len(ws) != 6 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in ws) \
+        if len(ws) != 6 or not all(is_finite(v) for v in ws) \
                 or not (ws[0] < ws[3] and ws[1] < ws[4] and 0 <= ws[2] < ws[5]):
             raise ConfigError(f"{cls}.workspace = {self.workspace!r} must be (xmin, ymin, zmin, xmax, ymax, "
                               "zmax) with min < max and 0 <= zmin")

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from scenegen.errors import ConfigError, StateError
+from scenegen.fileio import Closeable
 from scenegen.scene import Scene
 from scenegen.sim.control import ACTION_DIM, ArmController, IKTwin, check_action, twin_key
 from scenegen.sim.robots import get_robot
@@ -77,7 +78,7 @@ class _Runtime:
         self.renderer = Renderer(entry.world, cfg.image_size)
 
 
-class TaskEpisode:
+class TaskEpisode(Closeable):
     """Language-conditioned pick-and-place episodes over the scenes of a pack (world level).
 
     Args:
@@ -187,7 +188,7 @@ class TaskEpisode:
         entry = self.cache.get(scene_id)
         rt = self._runtimes.get(scene_id)
         if rt is None or rt.entry is not entry:
-            self._runtimes = {k: v for k, v in self._runtimes.items() if v.entry.world.client >= 0}
+            self._runtimes = {k: v for k, v in self._runtimes.items() if not v.entry.world.closed}
             key = twin_key(entry.world)
             if self.cfg.ik_refine and key not in self._twins:
                 self._twins[key] = IKTwin(entry.world)
@@ -236,8 +237,8 @@ class TaskEpisode:
         info = {"scene_id": self._scene_id, **rt.task.info(rep)}
         return self.observe(), float(rep.reward), terminated, truncated, info
 
-    def close(self) -> None:
-        """Close every cached world."""
+    def _close(self) -> None:
+        """Close every cached world and IK twin (:meth:`close` calls this once)."""
         self._runtimes.clear()
         self._rt = None
         self.cache.close()

@@ -29,6 +29,7 @@ from scenegen.relations import z_range
 from scenegen.sim.control import wrap
 from scenegen.tasks.plan import Grasp, place_target, plan_grasp, top_of_others
 from scenegen.tasks.tracker import world_goal_holds
+from scenegen.validate import int_in, is_finite, require
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,9 @@ class ExpertConfig:
     def __post_init__(self) -> None:
         for name in ("pos_tol", "yaw_tol", "hover", "clearance", "carry_speed"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 < v <= 1):
-                raise ConfigError(f"ExpertConfig.{name} = {v!r} must be in (0, 1]")
+            require(f"ExpertConfig.{name}", v, is_finite(v) and 0 < v <= 1, "in (0, 1]")
         for name in ("close_steps", "open_steps", "attempts", "stall_steps"):
-            v = getattr(self, name)
-            if not (isinstance(v, int) and 1 <= v <= 100):
-                raise ConfigError(f"ExpertConfig.{name} = {v!r} must be an int in 1..100")
+            int_in(f"ExpertConfig.{name}", getattr(self, name), 1, 100)
 
 
 @dataclass

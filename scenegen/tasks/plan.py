@@ -2,7 +2,7 @@
 
 Every function reads the world's current state (poses, extents, grasp hints), so the
 expert can re-plan at every step. Positions are world-frame; ``yaw`` is the gripper yaw
-of :func:`scenegen.sim.control.down_quat` (fingers close along ``(sin yaw, -cos yaw)``).
+of :func:`scenegen.rotations.down_quat` (fingers close along ``(sin yaw, -cos yaw)``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from shapely.geometry import Point
 
 from scenegen.geometry import asset_geometry
 from scenegen.graph import Goal
-from scenegen.relations import RelationConfig, box_center, check_relation, footprint, quat_matrix, z_range
+from scenegen.relations import RelationConfig, box_center, check_relation, footprint, z_range
+from scenegen.rotations import quat_matrix
 from scenegen.scene import Pose
 from scenegen.sim.control import wrap
 from scenegen.sim.world import World

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from scenegen.assets.base import Asset
-from scenegen.errors import ConfigError, PackError
+from scenegen.errors import ConfigError, PackError, StateError
+from scenegen.fileio import Closeable
 from scenegen.pack.reader import Pack, load_pack
 from scenegen.scene import Scene
 from scenegen.sim.world import World
@@ -162,7 +163,7 @@ def build_world(scene: Scene, lookup: Any, cfg: EpisodeConfig) -> CachedWorld:
     return CachedWorld(world, state, nominal)
 
 
-class WorldCache:
+class WorldCache(Closeable):
     """Built worlds by scene id, least recently used first out."""
 
     def __init__(self, src: SceneSource, cfg: EpisodeConfig) -> None:
@@ -174,7 +175,14 @@ class WorldCache:
         """Worlds built so far (a reset of a cached scene builds nothing)."""
 
     def get(self, scene_id: str) -> CachedWorld:
-        """The cached world of a scene, built on first use."""
+        """The cached world of a scene, built on first use.
+
+        Raises:
+            StateError: the cache is closed.
+
+        """
+        if self.closed:
+            raise StateError(f"the WorldCache is closed; open a new one to build scene {scene_id}")
         if scene_id in self._worlds:
             self._worlds.move_to_end(scene_id)
             return self._worlds[scene_id]
@@ -186,8 +194,8 @@ class WorldCache:
             old.world.close()
         return entry
 
-    def close(self) -> None:
-        """Close every world."""
+    def _close(self) -> None:
+        """Close every world (:meth:`close` calls this once)."""
         while self._worlds:
             _, entry = self._worlds.popitem()
             entry.world.close()

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from scenegen.assets.generate import generate_asset
+from scenegen.assets.build import generate_asset
 from scenegen.graph import SceneGraph
-from scenegen.relations import axis_angle_quat
+from scenegen.rotations import axis_angle_quat
 from scenegen.scene import Light, Pose, Scene
 from scenegen.sim.camera import default_cameras
 from scenegen.sim.robots import get_robot

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from scenegen.assets.base import Asset
-from scenegen.assets.collision import CollisionConfig
-from scenegen.assets.generate import generate_asset
+from scenegen.assets.build import generate_asset
+from scenegen.assets.collision.config import CollisionConfig
 from scenegen.graph import SceneGraph
 
 FAST = CollisionConfig.fast(threshold=0.1, max_hulls=8, resolution=300, mcts_iterations=15,

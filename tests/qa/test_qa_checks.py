@@ -143,7 +143,7 @@ def test_semantic_reports_state_violation(kit):
     graph, assets = kit
     scene = place(graph, assets, GOOD)
     with settled(scene, assets) as world:
-        from scenegen.relations import axis_angle_quat
+        from scenegen.rotations import axis_angle_quat
 
         p = world.pose("block_1")
         world.set_pose("block_1", Pose(p.position, axis_angle_quat((1.0, 0.0, 0.0), QUARTER)))

@@ -24,6 +24,7 @@ def demos(pack, tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_demos_round_trip(demos, pack):
     ds = DemoDataset(demos)
     info = json.loads((demos / "meta" / "info.json").read_text())

@@ -9,9 +9,8 @@ from gymnasium.utils.env_checker import check_env
 from rl.envs import ENV_ID, DRConfig, EnvConfig, PickPlaceEnv, SceneSet, make_vec
 from scenegen.errors import ConfigError, StateError
 from scenegen.graph import Goal
-from scenegen.relations import axis_angle_quat
+from scenegen.rotations import axis_angle_quat, down_quat, yaw_of
 from scenegen.scene import Pose
-from scenegen.sim.control import down_quat, yaw_of
 from scenegen.sim.light_robot import light_robot
 from scenegen.sim.views import unproject, voxel_downsample
 from scenegen.tasks.tracker import goal_holds

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scenegen.assets.collision import CollisionConfig
+from scenegen.assets.collision.config import CollisionConfig
 from scenegen.cli import main
 from scenegen.errors import ScenegenError
 from scenegen.pack.reader import load_pack
@@ -51,6 +51,7 @@ def test_generate_writes_settled_scenes(baseline):
     assert baseline.verify() == []
 
 
+@pytest.mark.slow
 def test_same_seed_same_hashes_with_two_workers(baseline, tmp_path, cache):
     pack = generate(PROMPT, 3, tmp_path / "w2", seed=5, config=replace(CFG, workers=2), cache_dir=cache,
                     progress=False)
@@ -58,6 +59,7 @@ def test_same_seed_same_hashes_with_two_workers(baseline, tmp_path, cache):
     assert pack.scene_ids == baseline.scene_ids
 
 
+@pytest.mark.slow
 def test_other_seed_other_scenes(baseline, tmp_path, cache):
     pack = generate(PROMPT, 1, tmp_path / "s6", seed=6, config=CFG, cache_dir=cache, progress=False)
     assert not set(pack.scene_ids) & set(baseline.scene_ids)
@@ -80,6 +82,7 @@ generate({prompt!r}, 3, {out!r}, seed=5, config=PipelineConfig(collision=FAST, p
 """
 
 
+@pytest.mark.slow
 def test_resume_after_killed_run(baseline, tmp_path, cache):
     out = tmp_path / "killed"
     repo = str(Path(__file__).resolve().parents[2])
@@ -135,6 +138,7 @@ def test_cli_bad_prompt_exits_2(tmp_path, capsys):
     assert "spaceship" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_ray_backend_gives_the_same_pack(baseline, tmp_path, cache):
     import ray  # the ray extra is installed by `make test`
 

@@ -1,95 +1,22 @@
 """Procedural meshes for every catalog category, offline.
 
-One module per shape family registers its builders in :data:`GENERATORS`
-(family name from the catalog's ``generator`` field -> builder). A builder draws
-instance parameters inside the category's size range and returns a
-:class:`ProceduralMesh` in the asset frame (metres, +z up, origin at the bottom
-centre of the bounding box, +x the long horizontal axis).
+The registry (:class:`~scenegen.assets.procedural.registry.ProceduralMesh`, ``register``,
+``build_mesh``) is :mod:`scenegen.assets.procedural.registry`; importing this package
+imports every shape-family module, and each registers its builders there:
+:mod:`.boxes`, :mod:`.containers`, :mod:`.fruit`, :mod:`.hardware`, :mod:`.revolved`,
+:mod:`.tools`, :mod:`.toys` (helpers shared by the builders: ``_build``, ``_geom``, ``_texture``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from scenegen.assets.procedural import boxes, containers, fruit, hardware, revolved, tools, toys  # noqa: F401
+from scenegen.assets.procedural.registry import (
+    GENERATOR_VERSION,
+    GENERATORS,
+    Builder,
+    ProceduralMesh,
+    build_mesh,
+    register,
+)
 
-import numpy as np
-import trimesh
-
-from scenegen.catalog import Category
-from scenegen.errors import AssetError
-
-GENERATOR_VERSION = "1"
-"""Bump when any builder's output changes: it is part of the asset cache key."""
-
-
-@dataclass
-class ProceduralMesh:
-    """A generated mesh plus what later stages need to know about it."""
-
-    mesh: trimesh.Trimesh
-    """Visual mesh in the asset frame (may carry UVs and a texture in ``mesh.visual``)."""
-    params: dict[str, Any]
-    """Instance parameters actually used (JSON-serialisable numbers and strings)."""
-    closed: bool = True
-    """The real object is closed, so the mesh must be watertight."""
-    cavity: bool = False
-    """The object has a real cavity (container) that collision proxies must keep."""
-    primitive: dict | None = None
-    """A primitive collision proxy when the shape is simple: ``{"type": "box", "extents": [x, y, z]}``,
-    ``{"type": "cylinder", "radius": r, "height": h, "axis": "x"|"y"|"z"}`` (axis defaults to
-    ``"z"``; a marker lying on the table has ``"x"``) or ``{"type": "sphere", "radius": r}``,
-    centred on the bounding-box centre."""
-    grasp: dict = field(default_factory=dict)
-    """Grasp hint: ``{"mode": "top"|"side"|"rim", "width": metres across the jaws, "height": grasp z,
-    "x": grasp x in the asset frame}`` (``rim``: close on the wall at the top edge)."""
-
-
-Builder = Callable[[Category, np.random.Generator, dict, int], ProceduralMesh]
-GENERATORS: dict[str, dict[str, Builder]] = {}
-"""family -> {category name or "*" -> builder}."""
-
-
-def register(family: str, *categories: str) -> Callable[[Builder], Builder]:
-    """Decorator registering a builder for a family (for given categories, or all with ``"*"``)."""
-    def deco(fn: Builder) -> Builder:
-        for c in categories or ("*",):
-            GENERATORS.setdefault(family, {})[c] = fn
-        return fn
-    return deco
-
-
-def _load_families() -> None:
-    # Importing the family modules fills GENERATORS.
-    from scenegen.assets.procedural import (  # noqa: F401
-        boxes,
-        containers,
-        fruit,
-        hardware,
-        revolved,
-        tools,
-        toys,
-    )
-
-
-def build_mesh(category: Category, rng: np.random.Generator, attributes: dict | None = None,
-               max_faces: int = 5000) -> ProceduralMesh:
-    """Build the mesh of one instance of ``category``.
-
-    Args:
-        category: catalog category (its ``generator`` picks the family).
-        rng: random generator the instance parameters are drawn from.
-        attributes: ``color``, ``material``, ``size`` (small/medium/large) or ``scale`` (0..1).
-        max_faces: triangle budget of the visual mesh.
-
-    Raises:
-        AssetError: no builder exists for the category.
-
-    """
-    _load_families()
-    fam = GENERATORS.get(category.generator, {})
-    fn = fam.get(category.name) or fam.get("*")
-    if fn is None:
-        raise AssetError(f"no procedural builder for category {category.name!r} (family "
-                         f"{category.generator!r}); add one in scenegen/assets/procedural/")
-    return fn(category, rng, dict(attributes or {}), max_faces)
+__all__ = ["GENERATOR_VERSION", "GENERATORS", "Builder", "ProceduralMesh", "build_mesh", "register"]

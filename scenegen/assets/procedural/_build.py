@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import trimesh
 
-from scenegen.assets.procedural import ProceduralMesh
 from scenegen.assets.procedural._geom import signed_volume
+from scenegen.assets.procedural.registry import ProceduralMesh
 from scenegen.catalog import Category, load_catalog
 from scenegen.errors import AssetError, CatalogError
 

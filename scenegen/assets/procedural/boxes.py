@@ -11,7 +11,6 @@ import itertools
 import numpy as np
 import trimesh
 
-from scenegen.assets.procedural import ProceduralMesh, register
 from scenegen.assets.procedural import _texture as tex
 from scenegen.assets.procedural._build import (
     draw_fractions,
@@ -28,6 +27,7 @@ from scenegen.assets.procedural._geom import (
     rounded_rect2d,
     union,
 )
+from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from scenegen.assets.procedural import ProceduralMesh, register
 from scenegen.assets.procedural._build import (
     draw_fractions,
     finalize,
@@ -25,6 +24,7 @@ from scenegen.assets.procedural._geom import (
     rounded_rect2d,
     union,
 )
+from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
 # kind: (wall, floor, taper range, corner fraction of y, lip)

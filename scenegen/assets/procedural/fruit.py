@@ -13,7 +13,6 @@ import functools
 import numpy as np
 import trimesh
 
-from scenegen.assets.procedural import ProceduralMesh, register
 from scenegen.assets.procedural._build import (
     draw_fractions,
     finalize,
@@ -27,6 +26,7 @@ from scenegen.assets.procedural._geom import (
     sweep,
     union,
 )
+from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
 

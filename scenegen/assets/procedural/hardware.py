@@ -11,7 +11,6 @@ import numpy as np
 import trimesh
 from shapely.geometry import Polygon
 
-from scenegen.assets.procedural import ProceduralMesh, register
 from scenegen.assets.procedural._build import (
     draw_fractions,
     finalize,
@@ -24,6 +23,7 @@ from scenegen.assets.procedural._geom import (
     stitch_rows,
     union,
 )
+from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
 _HEX_PHASE = np.pi / 12     # corners at 15 + 60k degrees: square bounding box

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
-from scenegen.assets.procedural import ProceduralMesh, register
 from scenegen.assets.procedural._build import (
     draw_fractions,
     finalize,
@@ -26,6 +25,7 @@ from scenegen.assets.procedural._geom import (
     sweep,
     union,
 )
+from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
 _SECTIONS = 48

@@ -13,7 +13,6 @@ from shapely import affinity
 from shapely.geometry import Point, Polygon
 from shapely.geometry import box as sbox
 
-from scenegen.assets.procedural import ProceduralMesh, register
 from scenegen.assets.procedural._build import (
     draw_fractions,
     finalize,
@@ -28,6 +27,7 @@ from scenegen.assets.procedural._geom import (
     sweep,
     union,
 )
+from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
 _TO_X = trimesh.transformations.rotation_matrix(np.pi / 2, [0, 1, 0])   # lathe axis z -> +x

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import trimesh
 
-from scenegen.assets.procedural import ProceduralMesh, register
 from scenegen.assets.procedural._build import (
     draw_fractions,
     finalize,
@@ -18,6 +17,7 @@ from scenegen.assets.procedural._geom import (
     rounded_rect2d,
     union,
 )
+from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
 

@@ -14,10 +14,12 @@ import pytest
 import trimesh
 
 from scenegen.assets.base import Asset
-from scenegen.assets.collision import CollisionConfig
-from scenegen.assets.generate import generate_asset
+from scenegen.assets.build import generate_asset
+from scenegen.assets.collision.config import CollisionConfig
 from scenegen.catalog import load_catalog
 from tests.helpers.asset_shapes import bullet_client, cavity_test, drop_test
+
+pytestmark = pytest.mark.slow  # builds every category's asset: about a minute
 
 CAT = load_catalog()
 SEEDS = (0, 1, 2)
@@ -138,7 +140,7 @@ def test_containers_keep_their_cavity(built, category, seed):
 def test_cache_hit_for_every_asset_is_a_file_read(built, monkeypatch):
     import coacd
 
-    import scenegen.assets.generate as gen
+    import scenegen.assets.build as gen
 
     monkeypatch.setattr(coacd, "run_coacd", lambda *a, **k: pytest.fail("CoACD ran on a cache hit"))
     monkeypatch.setattr(gen, "build_mesh", lambda *a, **k: pytest.fail("mesh rebuilt on a cache hit"))

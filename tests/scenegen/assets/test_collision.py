@@ -5,11 +5,12 @@ import numpy as np
 import pytest
 import trimesh
 
-from scenegen.assets import coacd_runner
-from scenegen.assets.coacd_runner import simplify_mesh
-from scenegen.assets.collision import CollisionConfig, build_collision
-from scenegen.assets.generate import finalize_asset
-from scenegen.assets.hulls import air_probes, bbox_error, covered, fit_to_bbox, merge_parts, proxy_gap
+from scenegen.assets.build import finalize_asset
+from scenegen.assets.collision import coacd as coacd_module
+from scenegen.assets.collision.build import build_collision
+from scenegen.assets.collision.config import CollisionConfig
+from scenegen.assets.collision.hulls import air_probes, bbox_error, covered, fit_to_bbox, merge_parts, proxy_gap
+from scenegen.assets.mesh.simplify import simplify_to_tolerance
 from scenegen.errors import ConfigError
 from tests.helpers.asset_shapes import (
     annulus_pm,
@@ -126,9 +127,9 @@ def test_max_hulls_is_respected(cache):
 
 
 def test_coacd_failure_falls_back_to_hull_with_warning(monkeypatch, tmp_path, caplog):
-    monkeypatch.setattr(coacd_runner, "CALL", coacd_error)
+    monkeypatch.setattr(coacd_module, "CALL", coacd_error)
     pm = bowl_pm()
-    with caplog.at_level(logging.WARNING, logger="scenegen.assets.collision"):
+    with caplog.at_level(logging.WARNING, logger="scenegen.assets.collision.build"):
         r = build_collision(pm.mesh, FAST, cavity=True, cache_dir=tmp_path, name="bowl")
     assert r.method == "hull" and len(r.parts) == 1
     assert "CoACD failed (RuntimeError: synthetic failure)" in r.note and "convex hull" in r.note
@@ -142,7 +143,7 @@ def spy_coacd(monkeypatch, marker):
         marker.write_text("called")
         raise RuntimeError("spy")
 
-    monkeypatch.setattr(coacd_runner, "CALL", spy)
+    monkeypatch.setattr(coacd_module, "CALL", spy)
 
 
 def test_decompositions_are_cached_and_deterministic(monkeypatch, tmp_path):
@@ -173,7 +174,7 @@ def test_isolation_and_timeout_fields_do_not_change_the_asset_key():
 
 
 def test_a_crash_in_coacd_does_not_kill_the_caller(monkeypatch, tmp_path, caplog):
-    monkeypatch.setattr(coacd_runner, "CALL", coacd_segfault)
+    monkeypatch.setattr(coacd_module, "CALL", coacd_segfault)
     pm = bowl_pm()
     with caplog.at_level(logging.INFO):
         r = build_collision(pm.mesh, FAST, cavity=True, cache_dir=tmp_path, name="bowl")
@@ -183,7 +184,7 @@ def test_a_crash_in_coacd_does_not_kill_the_caller(monkeypatch, tmp_path, caplog
 
 
 def test_a_hanging_coacd_is_stopped(monkeypatch, tmp_path):
-    monkeypatch.setattr(coacd_runner, "CALL", coacd_hang)
+    monkeypatch.setattr(coacd_module, "CALL", coacd_hang)
     t0 = time.perf_counter()
     r = build_collision(bowl_pm().mesh, CollisionConfig.fast(timeout_s=1.0), cavity=True, cache_dir=tmp_path)
     assert time.perf_counter() - t0 < 10
@@ -240,14 +241,14 @@ def test_hull_of_a_container_would_fail_the_cavity_test(tmp_path):
     assert not inside and pos[2] > hi[2], f"sphere at {pos}, hull top at {hi[2]}"
 
 
-def test_simplify_mesh_reduces_faces_and_keeps_it_closed():
+def test_simplify_to_tolerance_reduces_faces_and_keeps_it_closed():
     from tests.helpers.asset_shapes import bowl_mesh
 
     dense = bowl_mesh(sections=128)
-    simple = simplify_mesh(dense, 0.01 * np.linalg.norm(dense.extents))
+    simple = simplify_to_tolerance(dense, 0.01 * np.linalg.norm(dense.extents))
     assert simple.is_watertight and len(simple.faces) < len(dense.faces)
     assert simple.volume == pytest.approx(dense.volume, rel=0.1)
-    assert simplify_mesh(dense, 0.0) is dense
+    assert simplify_to_tolerance(dense, 0.0) is dense
 
 
 def test_air_probes_lie_in_the_open_cavity():

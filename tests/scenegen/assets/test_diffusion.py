@@ -11,21 +11,23 @@ import pytest
 import trimesh
 from PIL import Image
 
-from scenegen.assets.collision import CollisionConfig
-from scenegen.assets.diffusion import ShapEBackend, ShapEConfig, TextureBackend, TextureConfig
-from scenegen.assets.diffusion_assets import describe, generate_shap_e_asset, textured_asset
-from scenegen.assets.mesh_cleanup import clean_mesh, fit_to_category, orient_z_up
-from scenegen.assets.mesh_repair import (
+from scenegen.assets.collision.config import CollisionConfig
+from scenegen.assets.diffusion.assets import describe, generate_shap_e_asset, textured_asset
+from scenegen.assets.diffusion.pipelines import ShapEBackend, ShapEConfig, TextureBackend, TextureConfig
+from scenegen.assets.diffusion.texturing import apply_texture, choose_projection
+from scenegen.assets.mesh.cleanup import clean_mesh
+from scenegen.assets.mesh.fit import fit_to_category
+from scenegen.assets.mesh.orient import orient_z_up
+from scenegen.assets.mesh.repair import (
     boundary_loops,
     edge_use,
     fill_holes,
     fix_winding,
     plain_geometry,
     remove_small_components,
-    simplify,
 )
-from scenegen.assets.texturing import apply_texture, choose_projection
-from scenegen.assets.urdf import write_visual
+from scenegen.assets.mesh.simplify import simplify
+from scenegen.assets.model_urdf import write_visual
 from scenegen.errors import AssetError, BackendError, ConfigError
 from tests.helpers.tiny_diffusers import marching_cubes_table, tiny_shap_e, tiny_stable_diffusion
 

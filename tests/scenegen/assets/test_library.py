@@ -2,14 +2,9 @@ import numpy as np
 import pytest
 import trimesh
 
-from scenegen.assets.collision import CollisionConfig
-from scenegen.assets.library import (
-    category_from_name,
-    fit_scale,
-    load_library,
-    load_library_asset,
-    read_mesh,
-)
+from scenegen.assets.collision.config import CollisionConfig
+from scenegen.assets.library import category_from_name, load_library, load_library_asset, read_mesh
+from scenegen.assets.mesh.fit import fit_scale
 from scenegen.catalog import load_catalog
 from scenegen.errors import AssetError
 from tests.helpers.asset_shapes import drop_test

@@ -9,8 +9,8 @@ import pybullet as p
 import pytest
 import trimesh
 
-from scenegen.assets.collision import CollisionConfig
-from scenegen.assets.diffusion import ShapEBackend, ShapEConfig, TextureBackend, TextureConfig
+from scenegen.assets.collision.config import CollisionConfig
+from scenegen.assets.diffusion.pipelines import ShapEBackend, ShapEConfig, TextureBackend, TextureConfig
 from scenegen.assets.sources import (
     OPTIONS,
     SPECS,

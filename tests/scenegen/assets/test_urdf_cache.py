@@ -9,15 +9,15 @@ import pytest
 import trimesh
 from PIL import Image
 
-import scenegen.assets.generate as gen
+import scenegen.assets.build as gen
 from scenegen.assets import cache as cache_mod
 from scenegen.assets.base import Asset
+from scenegen.assets.build import finalize_asset, generate_asset
 from scenegen.assets.cache import asset_key, cache_root, canonical_json, lookup, store
-from scenegen.assets.collision import CollisionConfig
-from scenegen.assets.generate import finalize_asset, generate_asset
+from scenegen.assets.collision.config import CollisionConfig
+from scenegen.assets.model_urdf import ROLLING_FRICTION, SPINNING_FRICTION
 from scenegen.assets.preview import contact_sheet, render_urdf_thumbnail
 from scenegen.assets.procedural import GENERATOR_VERSION, ProceduralMesh
-from scenegen.assets.urdf import ROLLING_FRICTION, SPINNING_FRICTION
 from scenegen.catalog import load_catalog
 from scenegen.errors import AssetError, CatalogError, ConfigError
 from tests.helpers.asset_shapes import annulus_pm, box_pm, bullet_client

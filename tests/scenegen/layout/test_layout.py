@@ -13,13 +13,13 @@ from scenegen.layout.config import LayoutConfig
 from scenegen.layout.solver import solve_layout
 from scenegen.relations import (
     RelationConfig,
-    axis_angle_quat,
     check_relation,
     footprint,
     relation_holds,
     state_holds,
     state_of,
 )
+from scenegen.rotations import axis_angle_quat
 from scenegen.scene import Pose, Scene
 from scenegen.sim.robots import get_robot
 from tests.helpers.scene_assets import asset, cache_dir, full_assets, full_graph, small_graph

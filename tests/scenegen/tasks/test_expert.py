@@ -84,7 +84,7 @@ def test_grasp_closes_across_the_narrow_side(env, pack):
     ext = w.assets["banana_1"].extents
     assert g.mode == "top" and g.width < w.robot.max_opening and g.width == pytest.approx(min(ext[:2]), abs=1e-6)
     # the fingers close along (sin yaw, -cos yaw): perpendicular to the banana's long (x) axis
-    from scenegen.relations import quat_matrix
+    from scenegen.rotations import quat_matrix
 
     long_axis = quat_matrix(w.pose("banana_1").orientation)[:, 0]
     fingers = np.array([math.sin(g.yaw), -math.cos(g.yaw), 0.0])

@@ -1,37 +1,37 @@
-"""Low-level mesh repair: merging, small components, winding, holes, non-manifold edges, simplification.
+"""Low-level mesh repair: merging, small components, winding, holes, non-manifold edges.
 
-The steps :func:`scenegen.assets.mesh_cleanup.clean_mesh` chains together; each takes
-a ``trimesh.Trimesh`` and returns a new one (plus what it did), geometry only (colours
-and UVs are dropped).
+The steps :func:`scenegen.assets.mesh.cleanup.clean_mesh` chains together and the user-mesh
+loader (:mod:`scenegen.assets.library`) uses. Most take a ``trimesh.Trimesh`` and return a
+new one (plus what it did), geometry only (colours and UVs are dropped);
+:func:`drop_degenerate`, :func:`fix_winding` and :func:`orient_outward` work in place and
+keep them. Simplification is in :mod:`scenegen.assets.mesh.simplify`.
 """
 
 from __future__ import annotations
 
-import logging
-import math
-
 import numpy as np
 import trimesh
 
-from scenegen.errors import AssetError
-
-log = logging.getLogger(__name__)
-
-MAX_CLUSTER_ROUNDS = 40
-"""Bound on the vertex-clustering loop of the fallback simplifier."""
 HEAL_ROUNDS = 4
 """Bound on the rounds of :func:`heal_nonmanifold`."""
 
 
+def drop_degenerate(mesh: trimesh.Trimesh) -> trimesh.Trimesh:
+    """Merge duplicate vertices, drop degenerate and duplicate faces and unused vertices (in place); return it.
+
+    Colours and UVs are kept (vertices split by a texture seam stay split).
+    """
+    mesh.merge_vertices()
+    mesh.update_faces(mesh.nondegenerate_faces())
+    mesh.update_faces(mesh.unique_faces())
+    mesh.remove_unreferenced_vertices()
+    return mesh
+
+
 def plain_geometry(mesh: trimesh.Trimesh) -> trimesh.Trimesh:
     """Geometry only (no colours or UVs), vertices merged, degenerate/duplicate faces dropped."""
-    m = trimesh.Trimesh(np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces, dtype=np.int64),
-                        process=False)
-    m.merge_vertices()
-    m.update_faces(m.nondegenerate_faces())
-    m.update_faces(m.unique_faces())
-    m.remove_unreferenced_vertices()
-    return m
+    return drop_degenerate(trimesh.Trimesh(np.asarray(mesh.vertices, dtype=np.float64),
+                                           np.asarray(mesh.faces, dtype=np.int64), process=False))
 
 
 def remove_small_components(mesh: trimesh.Trimesh, min_fraction: float = 0.05) -> tuple[trimesh.Trimesh, int, int]:
@@ -62,19 +62,26 @@ def remove_small_components(mesh: trimesh.Trimesh, min_fraction: float = 0.05) -
     return out, int((~keep).sum()), int(total)
 
 
-def repair(mesh: trimesh.Trimesh) -> tuple[trimesh.Trimesh, bool]:
+def repair(mesh: trimesh.Trimesh, *, max_hole_edges: int | None = None,
+           keep_visual: bool = False) -> tuple[trimesh.Trimesh, bool]:
     """Merge vertices, fix the winding, fill boundary holes and make the normals point outwards.
+
+    Args:
+        mesh: the mesh to repair (not changed).
+        max_hole_edges: fill only holes with at most this many edges (None: every hole).
+        keep_visual: keep colours and UVs (:func:`drop_degenerate` instead of
+            :func:`plain_geometry`); they are still dropped when a hole is filled.
 
     Returns:
         ``(mesh, filled)``: the repaired mesh (a new object) and whether holes were filled.
 
     """
-    m = plain_geometry(mesh)
+    m = drop_degenerate(mesh.copy()) if keep_visual else plain_geometry(mesh)
     if not m.is_winding_consistent:
         fix_winding(m)
     filled = False
     if not m.is_watertight:
-        m, n = fill_holes(m)
+        m, n = fill_holes(m, max_hole_edges)
         filled = n > 0
         if filled and not m.is_winding_consistent:
             fix_winding(m)
@@ -117,8 +124,8 @@ def boundary_loops(mesh: trimesh.Trimesh) -> list[list[int]]:
     return [lp for lp in loops if len(lp) >= 3]
 
 
-def fill_holes(mesh: trimesh.Trimesh) -> tuple[trimesh.Trimesh, int]:
-    """Close every boundary loop with a fan round a new vertex at the loop's centroid.
+def fill_holes(mesh: trimesh.Trimesh, max_edges: int | None = None) -> tuple[trimesh.Trimesh, int]:
+    """Close every boundary loop (of at most ``max_edges`` edges) with a fan round a new vertex at its centroid.
 
     The fan's triangles run against the loop's edges as the neighbouring faces use them,
     so a consistently wound mesh stays consistently wound.
@@ -129,6 +136,8 @@ def fill_holes(mesh: trimesh.Trimesh) -> tuple[trimesh.Trimesh, int]:
 
     """
     loops = boundary_loops(mesh)
+    if max_edges is not None:
+        loops = [lp for lp in loops if len(lp) <= max_edges]
     if not loops:
         return mesh, 0
     verts = np.asarray(mesh.vertices)
@@ -189,54 +198,13 @@ def fix_winding(mesh: trimesh.Trimesh) -> int:
     return int(len(flipped))
 
 
-def _cluster(mesh: trimesh.Trimesh, cell: float) -> trimesh.Trimesh:
-    """Vertex clustering: snap vertices to a grid of ``cell`` metres and merge each cell."""
-    v = np.asarray(mesh.vertices)
-    keys = np.floor((v - v.min(axis=0)) / cell).astype(np.int64)
-    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
-    centers = np.zeros((len(counts), 3))
-    np.add.at(centers, inverse, v)
-    centers /= counts[:, None]
-    faces = inverse[np.asarray(mesh.faces)]
-    ok = (faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])
-    return plain_geometry(trimesh.Trimesh(centers, faces[ok], process=False))
-
-
-def simplify(mesh: trimesh.Trimesh, max_faces: int) -> tuple[trimesh.Trimesh, str]:
-    """Reduce ``mesh`` to at most ``max_faces`` triangles.
-
-    Quadric decimation (``trimesh`` + ``fast_simplification``) when installed, else
-    vertex clustering with a growing cell size (bounded by :data:`MAX_CLUSTER_ROUNDS`).
-
-    Returns:
-        ``(mesh, method)`` with method ``none``, ``quadric`` or ``clustering``.
-
-    Raises:
-        AssetError: the budget could not be met.
-
-    """
-    if len(mesh.faces) <= max_faces:
-        return mesh, "none"
-    try:
-        import fast_simplification  # noqa: F401
-    except ImportError:
-        log.info("fast_simplification is not installed; simplifying by vertex clustering")
-    else:
-        target = int(max_faces)
-        for _ in range(6):
-            out = plain_geometry(mesh.simplify_quadric_decimation(face_count=target))
-            if 0 < len(out.faces) <= max_faces:
-                return out, "quadric"
-            target = int(target * 0.85)
-    cell = math.sqrt(max(mesh.area, 1e-12) / max_faces)
-    for _ in range(MAX_CLUSTER_ROUNDS):
-        out = _cluster(mesh, cell)
-        if 0 < len(out.faces) <= max_faces:
-            return out, "clustering"
-        cell *= 1.25
-    raise AssetError(f"could not simplify a mesh of {len(mesh.faces)} triangles to {max_faces}; "
-                     "raise max_faces")
+def orient_outward(mesh: trimesh.Trimesh) -> trimesh.Trimesh:
+    """Make the winding consistent and, when the mesh is closed, the normals point outwards (in place); return it."""
+    if not mesh.is_winding_consistent:
+        fix_winding(mesh)
+    if mesh.is_watertight and mesh.volume < 0:
+        mesh.invert()
+    return mesh
 
 
 def edge_use(mesh: trimesh.Trimesh) -> tuple[np.ndarray, np.ndarray]:

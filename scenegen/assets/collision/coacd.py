@@ -4,8 +4,9 @@ CoACD is native code: on some inputs it runs for minutes or crashes the process
 (segmentation fault). Each decomposition therefore runs in a helper interpreter
 (one per caller process, restarted when it dies) with a time limit. A crash or an
 error is retried once on the unsimplified mesh, then reported as :class:`AssetError`
-(the caller falls back to the convex hull). Results are cached by a hash of the mesh
-and the settings in ``<cache root>/coacd/``.
+(the caller falls back to the convex hull). The input is first simplified to a tolerance
+(:func:`~scenegen.assets.mesh.simplify.simplify_to_tolerance`). Results are cached by a hash
+of the mesh and the settings in ``<cache root>/coacd/``.
 """
 
 from __future__ import annotations
@@ -21,17 +22,16 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING
 
 import numpy as np
 import trimesh
 
-from scenegen.assets.cache import atomic_write_bytes, cache_root, canonical_json
-from scenegen.assets.hulls import proxy_gap
+from scenegen.assets.cache import cache_root, canonical_json
+from scenegen.assets.collision.config import CollisionConfig
+from scenegen.assets.collision.hulls import proxy_gap
+from scenegen.assets.mesh.simplify import simplify_to_tolerance
 from scenegen.errors import AssetError
-
-if TYPE_CHECKING:
-    from scenegen.assets.collision import CollisionConfig
+from scenegen.fileio import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -42,28 +42,6 @@ GAP_FACTOR = 1.5
 """Coverage gap accepted, as a multiple of the simplification tolerance: the simplified
 surface may move that far, but a thin blade lost to the simplification leaves a larger gap,
 and then the unsimplified mesh is tried."""
-
-
-def simplify_mesh(mesh: trimesh.Trimesh, tolerance: float) -> trimesh.Trimesh:
-    """Simplify a watertight mesh to ``tolerance`` (metres) with manifold3d; the input when not possible."""
-    if tolerance <= 0 or not mesh.is_watertight:
-        return mesh
-    try:
-        import manifold3d as m3
-    except ImportError:
-        return mesh
-    try:
-        man = m3.Manifold(m3.Mesh(vert_properties=np.asarray(mesh.vertices, dtype=np.float32),
-                                  tri_verts=np.asarray(mesh.faces, dtype=np.uint32)))
-        out = man.simplify(float(tolerance)).to_mesh()
-        simple = trimesh.Trimesh(np.asarray(out.vert_properties[:, :3], dtype=np.float64),
-                                 np.asarray(out.tri_verts, dtype=np.int64))
-    except Exception as exc:  # manifold3d rejects non-manifold input with assorted errors
-        log.debug("simplification skipped (%s)", exc)
-        return mesh
-    if len(simple.faces) < 4 or not simple.is_watertight or len(simple.faces) >= len(mesh.faces):
-        return mesh
-    return simple
 
 
 def _digest(mesh: trimesh.Trimesh, settings: dict) -> str:
@@ -91,7 +69,7 @@ def _save_parts(path: os.PathLike, parts: Parts) -> None:
         arrays[f"f{i}"] = np.asarray(f, dtype=np.int64)
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
-    atomic_write_bytes(path, buf.getvalue())
+    write_atomic(path, buf.getvalue())  # a ScenegenError, not AssetError: no silent hull fallback
 
 
 def _call(vertices: np.ndarray, faces: np.ndarray, settings: dict) -> Parts:
@@ -107,7 +85,7 @@ CALL = _call
 
 
 class _Server:
-    """A helper interpreter (:mod:`scenegen.assets._coacd_server`) running CoACD requests one at a time.
+    """A helper interpreter (:mod:`scenegen.assets.collision._coacd_server`) running CoACD requests one at a time.
 
     A fresh interpreter, so it never inherits a parent's running OpenMP/TBB thread pools and
     never re-runs the caller's script; started once per process, restarted after a crash or a
@@ -119,7 +97,7 @@ class _Server:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "scenegen.assets._coacd_server", str(theirs.fileno())],
+                [sys.executable, "-m", "scenegen.assets.collision._coacd_server", str(theirs.fileno())],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env)
         finally:
             theirs.close()
@@ -214,7 +192,7 @@ def run_coacd(mesh: trimesh.Trimesh, config: CollisionConfig,
     except ImportError as exc:
         raise AssetError(f"coacd is not installed ({exc}); `pip install coacd`") from None
     t0 = time.perf_counter()
-    simple = simplify_mesh(mesh, config.simplify * float(np.linalg.norm(mesh.extents)))
+    simple = simplify_to_tolerance(mesh, config.simplify * float(np.linalg.norm(mesh.extents)))
     attempts = [simple] if simple is mesh else [simple, mesh]
     limit = max(GAP_MIN, GAP_FACTOR * config.simplify * float(np.linalg.norm(mesh.extents)))
     verts = np.asarray(mesh.vertices, dtype=float)

@@ -1,8 +1,8 @@
-"""The CoACD helper process: ``python -m scenegen.assets._coacd_server FD``.
+"""The CoACD helper process: ``python -m scenegen.assets.collision._coacd_server FD``.
 
 Reads ``(call, vertices, faces, settings)`` requests from the connection on file
 descriptor FD and answers ``("ok", parts)`` or ``("error", message)``, one at a time,
-until the connection closes. Started by :mod:`scenegen.assets.coacd_runner`; a fresh
+until the connection closes. Started by :mod:`scenegen.assets.collision.coacd`; a fresh
 interpreter, so it neither inherits running thread pools nor re-runs the caller's script.
 """
 

@@ -7,9 +7,8 @@ cache and never downloaded; when they are missing, a :class:`BackendError` says 
 path was tried and how to provide the weights. A pipeline object can also be injected
 (tests build tiny randomly initialised ones from config).
 
-The asset builders on top of these backends (:func:`~scenegen.assets.diffusion_assets.generate_shap_e_asset`,
-:func:`~scenegen.assets.diffusion_assets.textured_asset`) live in
-:mod:`scenegen.assets.diffusion_assets` (and are importable from here too).
+The asset builders on top of these backends (:func:`~scenegen.assets.diffusion.assets.generate_shap_e_asset`,
+:func:`~scenegen.assets.diffusion.assets.textured_asset`) live in :mod:`scenegen.assets.diffusion.assets`.
 
 Shap-E's frame: the decoder marches cubes over ``[-1, 1]^3`` with the field's first,
 second and third axes as x, y and z, and its preview cameras orbit the ``z`` axis with
@@ -31,8 +30,8 @@ import numpy as np
 import trimesh
 from PIL import Image
 
-from scenegen.assets.mesh_cleanup import UP_AXES
-from scenegen.assets.texturing import PROJECTIONS
+from scenegen.assets.diffusion.texturing import PROJECTIONS
+from scenegen.assets.mesh.orient import UP_AXES
 from scenegen.errors import AssetError, BackendError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -384,18 +383,3 @@ class TextureBackend:
         if image.size != (size, size):
             image = image.resize((size, size), Image.Resampling.BICUBIC)
         return image
-
-
-_LAZY = {"generate_shap_e_asset": "scenegen.assets.diffusion_assets",
-         "textured_asset": "scenegen.assets.diffusion_assets",
-         "describe": "scenegen.assets.diffusion_assets",
-         "apply_texture": "scenegen.assets.texturing"}
-
-
-def __getattr__(name: str) -> Any:
-    # The asset builders live in diffusion_assets (it imports this module); expose them here too.
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,7 +1,7 @@
 """Assets from the diffusers backends: Shap-E meshes and procedural meshes with generated textures.
 
 Both go through the same finishing step as procedural assets
-(:func:`~scenegen.assets.generate.finalize_asset`: physics, CoACD collision, files,
+(:func:`~scenegen.assets.build.finalize_asset`: physics, CoACD collision, files,
 URDF) and the same content-addressed cache; the cache key holds the model id or path,
 the prompt, the seed and every generation setting, so a cache hit needs no weights.
 The key names the model by its id/path string: replacing the weights in a folder
@@ -18,13 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from scenegen.assets.base import Asset
+from scenegen.assets.build import finalize_asset, validate_attributes
 from scenegen.assets.cache import asset_key, fetch_or_build
-from scenegen.assets.collision import CollisionConfig
-from scenegen.assets.diffusion import ShapEBackend, ShapEConfig, TextureBackend, TextureConfig
-from scenegen.assets.generate import finalize_asset, validate_attributes
-from scenegen.assets.mesh_cleanup import clean_mesh, fit_to_category
+from scenegen.assets.collision.config import CollisionConfig
+from scenegen.assets.diffusion.pipelines import ShapEBackend, ShapEConfig, TextureBackend, TextureConfig
+from scenegen.assets.diffusion.texturing import apply_texture
+from scenegen.assets.mesh.cleanup import clean_mesh
+from scenegen.assets.mesh.fit import fit_to_category
 from scenegen.assets.procedural import GENERATOR_VERSION, ProceduralMesh, build_mesh
-from scenegen.assets.texturing import apply_texture
 from scenegen.catalog import Catalog, Category, load_catalog
 from scenegen.errors import AssetError, ConfigError
 
@@ -67,7 +68,7 @@ def generate_shap_e_asset(category: str, seed: int = 0, attributes: dict | None 
     """Generate (or fetch from the cache) an asset whose mesh comes from Shap-E.
 
     The prompt is ``config.prompt_template`` filled with :func:`describe`. The raw mesh
-    is cleaned (:func:`~scenegen.assets.mesh_cleanup.clean_mesh`), scaled into the
+    is cleaned (:func:`~scenegen.assets.mesh.cleanup.clean_mesh`), scaled into the
     category's size range (drawn from ``seed``, honouring ``size``/``scale``) and
     finished like a procedural asset. When a generation decodes to no usable surface,
     up to ``config.max_attempts`` derived seeds are tried.
@@ -149,7 +150,7 @@ def textured_asset(category: str, seed: int = 0, attributes: dict | None = None,
 
     The mesh is the procedural one of the same category, seed and attributes; the
     texture prompt is ``texture_backend.config.prompt_template`` filled with
-    :func:`describe` (material included); UVs come from :func:`~scenegen.assets.texturing.apply_texture`.
+    :func:`describe` (material included); UVs come from :func:`~scenegen.assets.diffusion.texturing.apply_texture`.
 
     Args:
         category: catalog category name.

@@ -1,4 +1,4 @@
-"""Asset generation: a procedural mesh (or any mesh) becomes a finished, cached Asset.
+"""Asset building: any mesh becomes a finished asset folder; a procedural one through the cache.
 
 :func:`finalize_asset` turns a :class:`ProceduralMesh` into an asset folder (physics,
 collision parts, visual files, URDF, ``asset.json``); the procedural generator, the
@@ -19,10 +19,11 @@ import trimesh
 
 from scenegen.assets.base import Asset
 from scenegen.assets.cache import asset_key, fetch_or_build
-from scenegen.assets.collision import CollisionConfig, build_collision
+from scenegen.assets.collision.build import build_collision
+from scenegen.assets.collision.config import CollisionConfig
+from scenegen.assets.model_urdf import write_parts, write_urdf, write_visual
 from scenegen.assets.physics import compute_physics
 from scenegen.assets.procedural import GENERATOR_VERSION, ProceduralMesh, build_mesh
-from scenegen.assets.urdf import write_parts, write_urdf, write_visual
 from scenegen.catalog import Catalog, Category, load_catalog
 from scenegen.errors import AssetError, ConfigError
 

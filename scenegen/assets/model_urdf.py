@@ -18,7 +18,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 import trimesh
 
-from scenegen.assets.collision import AXIS_RPY
+from scenegen.assets.collision.primitives import AXIS_RPY
 from scenegen.assets.physics import PhysicsProps
 
 ROLLING_FRICTION = 0.003
