@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# MuJoCo picks its OpenGL backend when first imported: headless EGL for mujoco.Renderer in tests.
+os.environ.setdefault("MUJOCO_GL", "egl")
 
 from scenegen.catalog import load_catalog
 from scenegen.graph import SceneGraph

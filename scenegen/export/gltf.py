@@ -5,10 +5,17 @@ and its visual mesh (PBR material: the asset's texture as base colour texture, o
 base colour factor). With ``with_robot=True`` the robot's visual meshes come along at the home
 pose as static nodes ``robot/<link>``. Textures are embedded in the ``.glb``, so the file alone
 is self-contained.
+
+The scene's cameras are glTF perspective cameras (``yfov``, ``aspectRatio``, ``znear``, ``zfar``)
+on nodes ``camera/<name>``; glTF cameras look along -z with +y up, as the scene's. A camera riding
+on a robot link is exported with the robot, placed where the link is at the home pose.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import struct
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -16,9 +23,14 @@ import numpy as np
 
 from scenegen.assets.base import Asset
 from scenegen.errors import ExportError
+from scenegen.export._camera import ExportCamera, export_cameras
 from scenegen.export._common import ExportObject, pose_matrix, prepare_out_dir, scene_objects, visual_texture
-from scenegen.export._robot import robot_info, robot_mesh, robot_visuals
+from scenegen.export._robot import link_poses, robot_info
+from scenegen.export._robot_mesh import robot_mesh, robot_visuals
 from scenegen.scene import Scene
+
+GLB_JSON = 0x4E4F534A
+"""Chunk type of a GLB's JSON chunk."""
 
 
 def _load(path: Path):
@@ -85,5 +97,47 @@ def export_gltf(scene: Scene, assets: Mapping[str, Asset], out_dir: str | Path, 
         data = tscene.export(file_type="glb")
     except Exception as exc:  # trimesh raises many types
         raise ExportError(f"trimesh could not write the glTF ({exc}); report this scene") from None
-    path.write_bytes(data)
+    path.write_bytes(add_cameras(data, _camera_nodes(scene, with_robot)))
     return path
+
+
+def _camera_nodes(scene: Scene, with_robot: bool) -> list[tuple[ExportCamera, np.ndarray]]:
+    """Each exported camera with its world transform (a link camera where its link is at home)."""
+    cams = export_cameras(scene, with_robot)
+    if not any(c.link for c in cams):
+        return [(c, c.pose) for c in cams]
+    robot = robot_info(scene)
+    poses = link_poses(robot.urdf, scene.robot_base, robot.home)
+    out = []
+    for c in cams:
+        if c.link is not None and c.link not in poses:
+            raise ExportError(f"camera {c.name!r} rides on link {c.link!r}, which robot {robot.name} lacks; "
+                              f"fix the scene's cameras")
+        out.append((c, c.pose if c.link is None else poses[c.link] @ c.pose))
+    return out
+
+
+def _chunks(glb: bytes) -> tuple[dict, bytes]:
+    magic, version, length = struct.unpack_from("<4sII", glb, 0)
+    json_len, json_type = struct.unpack_from("<II", glb, 12)
+    if magic != b"glTF" or version != 2 or json_type != GLB_JSON or length != len(glb):
+        raise ExportError("trimesh wrote a GLB this exporter cannot read back; report this scene")
+    return json.loads(glb[20:20 + json_len]), glb[20 + json_len:]
+
+
+def add_cameras(glb: bytes, cameras: list[tuple[ExportCamera, np.ndarray]]) -> bytes:
+    """The GLB with one perspective camera node per ``(camera, world transform)`` added to its scene."""
+    if not cameras:
+        return glb
+    doc, rest = _chunks(glb)
+    scene_nodes = doc["scenes"][doc.get("scene", 0)].setdefault("nodes", [])
+    for cam, m in cameras:
+        doc.setdefault("cameras", []).append({"name": cam.name, "type": "perspective", "perspective": {
+            "yfov": math.radians(cam.fovy_deg), "aspectRatio": cam.aspect, "znear": cam.near, "zfar": cam.far}})
+        doc.setdefault("nodes", []).append({"name": f"camera/{cam.name}", "camera": len(doc["cameras"]) - 1,
+                                            "matrix": [float(v) for v in np.asarray(m).T.ravel()]})
+        scene_nodes.append(len(doc["nodes"]) - 1)
+    body = json.dumps(doc, separators=(",", ":")).encode()
+    body += b" " * (-len(body) % 4)
+    out = struct.pack("<II", len(body), GLB_JSON) + body + rest
+    return struct.pack("<4sII", b"glTF", 2, 12 + len(out)) + out

@@ -19,14 +19,18 @@ cross-simulator agreement test: every object within 5 mm and 2 degrees after 1 s
 * ``margin 0.001`` on mesh and cylinder geoms: PyBullet pads those shapes with a 1 mm
   collision margin, so settled objects rest 1 mm above their support; the same margin in
   MuJoCo keeps them at that height instead of dropping (and tilting) by a millimetre;
-* friction ``"mu 0.001 0.001"`` (slide, torsion, roll) where mu is the asset's lateral
-  friction. MuJoCo combines two geoms' friction with ``max``, PyBullet with a product, so
-  sliding objects slide less in MuJoCo; resting objects are unaffected.
+* friction ``"mu 0.001 0.003"`` (slide, torsion, roll) where mu is the asset's lateral
+  friction and torsion / roll are the packs' spinning and rolling friction
+  (:data:`scenegen.assets.model_urdf.SPINNING_FRICTION`, ``ROLLING_FRICTION``). MuJoCo
+  combines two geoms' friction with ``max``, PyBullet with a product, so sliding objects slide
+  less in MuJoCo; resting objects are unaffected.
 
-With ``with_robot=True`` the robot URDF is compiled by MuJoCo's URDF importer (collision meshes;
-MuJoCo discards URDF visual meshes), attached at the robot base under the name prefix
-``robot/`` with gravity compensation, a position actuator per joint and a ``home`` keyframe.
-This needs ``mujoco``; without the robot the exporter writes plain XML and needs nothing.
+The scene's fixed cameras (``front``) are MuJoCo cameras in the world body with the scene's pose,
+vertical field of view and resolution. With ``with_robot=True`` the robot is added by
+:func:`scenegen.export._mjcf_robot.attach_robot`: compiled from its URDF by MuJoCo, drawn with
+its visual meshes and materials, one position actuator per joint, a ``home`` keyframe, and the
+cameras riding on its links (``wrist``). This needs ``mujoco``; without the robot the exporter
+writes plain XML and needs nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from scenegen.assets.base import Asset
-from scenegen.errors import ExportError
+from scenegen.assets.model_urdf import ROLLING_FRICTION, SPINNING_FRICTION
+from scenegen.export._camera import export_cameras
 from scenegen.export._common import (
     GROUND_BELOW_TABLE,
     CollisionShape,
@@ -51,9 +56,10 @@ from scenegen.export._common import (
     scene_objects,
     visual_texture,
 )
-from scenegen.export._robot import copy_robot, robot_info
+from scenegen.export._mjcf_robot import attach_robot, camera_element_attrs
+from scenegen.export._robot import robot_info
 from scenegen.rotations import matrix_to_quat, quat_wxyz
-from scenegen.scene import Scene
+from scenegen.scene import Light, Scene
 
 TIMESTEP = 0.001
 """Simulation timestep (s)."""
@@ -72,10 +78,10 @@ NOSLIP_ITERATIONS = 20
 """Iterations of the no-slip solver pass: removes the creep of soft friction (resting objects stay put)."""
 CONDIM = 6
 """Contact dimensionality: normal, 2 sliding, torsional and 2 rolling friction directions."""
-TORSION, ROLL = 0.001, 0.001
-"""Torsional and rolling friction coefficients added to the asset's sliding friction."""
-ACTUATOR_KP = {"hinge": 4000.0, "slide": 800.0}
-"""Position-actuator gains of the robot's joints."""
+TORSION, ROLL = SPINNING_FRICTION, ROLLING_FRICTION
+"""Torsional and rolling friction coefficients added to the asset's sliding friction (the packs' values)."""
+OFFSCREEN = 1024
+"""Offscreen framebuffer side (pixels): ``mujoco.Renderer`` images up to this size (or a camera's)."""
 
 
 def _collision_class(default: ET.Element) -> None:
@@ -139,6 +145,20 @@ def _body(world: ET.Element, obj: ExportObject) -> None:
         _collision_geom(body, obj, k, shape)
 
 
+def _lights(world: ET.Element, scene: Scene) -> None:
+    """The scene's directional lights, without shadows like the PyBullet previews.
+
+    ``Light.direction`` points towards the light; a scene without lights gets one from above.
+    """
+    for k, light in enumerate(scene.lights or [Light((0.0, 0.0, 1.0))]):
+        d = np.asarray(light.direction, dtype=float)
+        d = d / (np.linalg.norm(d) or 1.0)
+        ET.SubElement(world, "light", name=f"light_{k}", pos=fmt(*(3.0 * d)), dir=fmt(*(-d)), directional="true",
+                      castshadow="false", ambient=fmt(*(light.ambient * np.asarray(light.color))),
+                      diffuse=fmt(*(light.diffuse * np.asarray(light.color))),
+                      specular=fmt(*(light.specular * np.asarray(light.color))))
+
+
 def build_mjcf(scene: Scene, objects: list[ExportObject]) -> ET.Element:
     """The MJCF tree of a scene's objects (no robot)."""
     root = ET.Element("mujoco", model=f"scene_{scene.id[:12]}")
@@ -146,13 +166,15 @@ def build_mjcf(scene: Scene, objects: list[ExportObject]) -> ET.Element:
     opt = ET.SubElement(root, "option", timestep=fmt(TIMESTEP), integrator="implicitfast", cone="elliptic",
                         impratio=fmt(IMPRATIO), noslip_iterations=str(NOSLIP_ITERATIONS))
     ET.SubElement(opt, "flag", multiccd="enable")
+    side = max([OFFSCREEN, *(max(c.width, c.height) for c in scene.cameras)])
+    ET.SubElement(ET.SubElement(root, "visual"), "global", offwidth=str(side), offheight=str(side))
     _collision_class(ET.SubElement(root, "default"))
     asset_el = ET.SubElement(root, "asset")
     ET.SubElement(asset_el, "texture", name="ground_tex", type="2d", builtin="checker", width="256",
                   height="256", rgb1="0.82 0.82 0.82", rgb2="0.7 0.7 0.7")
     ET.SubElement(asset_el, "material", name="ground_mat", texture="ground_tex", texrepeat="8 8")
     world = ET.SubElement(root, "worldbody")
-    ET.SubElement(world, "light", name="sun", pos="0 0 3", dir="0 0 -1", directional="true")
+    _lights(world, scene)
     ET.SubElement(world, "geom", {"class": "collision", "name": "ground", "type": "plane", "size": "0 0 0.05",
                                   "pos": fmt(0, 0, scene.table_height - GROUND_BELOW_TABLE),
                                   "material": "ground_mat", "group": "0", "friction": fmt(1.0, TORSION, ROLL)})
@@ -160,60 +182,11 @@ def build_mjcf(scene: Scene, objects: list[ExportObject]) -> ET.Element:
     for obj in objects:
         _asset_elements(asset_el, obj, done)
         _body(world, obj)
+    for cam in export_cameras(scene, with_robot=False):
+        attrs = camera_element_attrs(cam)
+        ET.SubElement(world, "camera", name=cam.name, pos=fmt(*attrs["pos"]), quat=fmt(*attrs["quat"]),
+                      fovy=fmt(attrs["fovy"]), resolution=fmt(*attrs["resolution"]))
     return root
-
-
-def _attach_robot(xml_path: Path, scene: Scene, out: Path) -> None:
-    """Compile the robot URDF with MuJoCo and attach it to the scene at the robot base."""
-    mujoco = _mujoco()
-    robot = robot_info(scene)
-    urdf = copy_robot(robot, out)
-    try:
-        rspec = mujoco.MjSpec.from_file(str(urdf))
-        sspec = mujoco.MjSpec.from_file(str(xml_path))
-    except Exception as exc:  # mujoco raises ValueError with its compiler message
-        raise ExportError(f"MuJoCo could not read the robot URDF {urdf.name} ({exc}); export without "
-                          f"--with-robot") from None
-    rspec.modelfiledir = str(out)
-    rel = urdf.parent.relative_to(out).as_posix()
-    for mesh in rspec.meshes:
-        mesh.file = f"{rel}/{mesh.file}"
-    base = rspec.worldbody.first_body()
-    frame = sspec.worldbody.add_frame(pos=list(scene.robot_base.position),
-                                      quat=list(quat_wxyz(scene.robot_base.orientation)))
-    frame.attach_body(base, "robot/", "")
-    model_joints = []
-    for body in sspec.bodies:
-        if body.name.startswith("robot/"):
-            body.gravcomp = 1.0
-    for j in sspec.joints:
-        if j.name.startswith("robot/") and j.type in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
-            kind = "hinge" if j.type == mujoco.mjtJoint.mjJNT_HINGE else "slide"
-            act = sspec.add_actuator(name=j.name, target=j.name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-            act.set_to_position(kp=ACTUATOR_KP[kind], kv=2 * ACTUATOR_KP[kind] ** 0.5)
-            act.ctrlrange = j.range
-            act.ctrllimited = mujoco.mjtLimited.mjLIMITED_TRUE if j.limited else mujoco.mjtLimited.mjLIMITED_FALSE
-            model_joints.append(j.name)
-    model = sspec.compile()
-    # home keyframe: objects at their export poses, robot joints at home
-    qpos = model.qpos0.copy()
-    ctrl = [0.0] * model.nu
-    for a_id in range(model.nu):
-        jname = mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_JOINT, int(model.actuator_trnid[a_id, 0]))
-        q = robot.home.get(jname.removeprefix("robot/"), 0.0)
-        qpos[model.jnt_qposadr[model.actuator_trnid[a_id, 0]]] = q
-        ctrl[a_id] = q
-    sspec.add_key(name="home", qpos=qpos.tolist(), ctrl=ctrl)
-    xml_path.write_text(sspec.to_xml())
-
-
-def _mujoco():
-    try:
-        import mujoco
-    except ImportError:
-        raise ExportError("the mjcf exporter needs MuJoCo for --with-robot and checks; install the extra: "
-                          "pip install scenegen[mjcf]") from None
-    return mujoco
 
 
 def export_mjcf(scene: Scene, assets: Mapping[str, Asset], out_dir: str | Path, with_robot: bool = False) -> Path:
@@ -237,5 +210,5 @@ def export_mjcf(scene: Scene, assets: Mapping[str, Asset], out_dir: str | Path, 
     path = out / "scene.xml"
     ET.ElementTree(root).write(path, encoding="unicode")
     if with_robot:
-        _attach_robot(path, scene, out)
+        attach_robot(path, robot_info(scene), out, [c for c in export_cameras(scene, True) if c.link])
     return path

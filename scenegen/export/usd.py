@@ -8,17 +8,18 @@ Stage layout (``scene.usda``; metersPerUnit 1, upAxis Z, default prim ``/World``
     /World/<node>/visual                    UsdGeom.Mesh (points, faces, normals, st) bound to a preview material
     /World/<node>/collision/part_000 ...    UsdGeom.Mesh, purpose guide, CollisionAPI + MeshCollisionAPI (convexHull)
     /World/Looks/<asset>_render|_physics    UsdPreviewSurface material; PhysicsMaterialAPI (friction, restitution)
-    /World/Robot                            (with_robot) the robot's visual meshes at the home pose, static
-                                            geometry referenced from robot/robot.usdc
+    /World/Cameras/<name>                   UsdGeom.Camera per fixed scene camera (pose, field of view, clipping)
+    /World/Robot                            (with_robot) the robot articulation, referenced from robot/robot.usdc
+                                            (see :mod:`scenegen.export.usd_robot`)
 
 The table carries colliders but no RigidBodyAPI, which makes it static in UsdPhysics. Mass
 properties: ``mass``, ``centerOfMass``, ``diagonalInertia`` and ``principalAxes`` from the
 eigendecomposition of the asset's inertia tensor. Physics materials are bound to the colliders
 with the ``physics`` material purpose. Textures are referenced by relative asset paths.
 
-The robot is carried as visual geometry only: an articulated robot in UsdPhysics needs joint
-drives and articulation roots that each simulator configures differently; load the robot from
-the URDF export for simulation.
+With the robot, ``/World/Robot`` is a UsdPhysics articulation: rigid bodies with mass and
+inertia per link, revolute / prismatic joints with limits and position drives, an articulation
+root, a fixed joint to the world, the links at the home pose and the cameras riding on them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from scenegen.assets.base import Asset
-from scenegen.errors import ExportError
+from scenegen.export._camera import export_cameras
 from scenegen.export._common import (
     GROUND_BELOW_TABLE,
     CollisionShape,
@@ -42,57 +43,15 @@ from scenegen.export._common import (
     scene_objects,
     visual_texture,
 )
-from scenegen.export._robot import robot_info, robot_mesh, robot_visuals
+from scenegen.export._robot import robot_info
+from scenegen.export._usd_geom import define_camera, define_mesh, load_mesh, pxr
+from scenegen.export.usd_robot import write_robot_layer
 from scenegen.rotations import matrix_to_quat, quat_wxyz
 from scenegen.scene import Scene
 
 
-def _pxr():
-    try:
-        from pxr import Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
-    except ImportError:
-        raise ExportError("the usd exporter needs usd-core; install the extra: pip install scenegen[usd]") from None
-    return Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt
-
-
-def _load_mesh(path: Path):
-    import trimesh
-
-    try:
-        mesh = trimesh.load(str(path), force="mesh", process=False)
-    except Exception as exc:  # trimesh raises many types for broken files
-        raise ExportError(f"cannot read mesh {path} ({exc}); regenerate the asset") from None
-    if len(mesh.faces) == 0:
-        raise ExportError(f"mesh {path} has no faces; regenerate the asset")
-    return mesh
-
-
-def _define_mesh(stage, path: str, mesh, with_uv: bool, transform: np.ndarray | None = None):
-    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = _pxr()
-    geom = UsdGeom.Mesh.Define(stage, path)
-    v = np.asarray(mesh.vertices, dtype=float)
-    geom.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(v.astype(np.float32)))
-    geom.CreateFaceVertexCountsAttr(Vt.IntArray.FromNumpy(np.full(len(mesh.faces), 3, dtype=np.int32)))
-    geom.CreateFaceVertexIndicesAttr(Vt.IntArray.FromNumpy(np.asarray(mesh.faces, dtype=np.int32).ravel()))
-    geom.CreateSubdivisionSchemeAttr(UsdGeom.Tokens.none)
-    lo, hi = v.min(axis=0), v.max(axis=0)
-    geom.CreateExtentAttr(Vt.Vec3fArray([Gf.Vec3f(*map(float, lo)), Gf.Vec3f(*map(float, hi))]))
-    if with_uv:
-        normals = np.asarray(mesh.vertex_normals, dtype=np.float32)
-        geom.CreateNormalsAttr(Vt.Vec3fArray.FromNumpy(normals))
-        geom.SetNormalsInterpolation(UsdGeom.Tokens.vertex)
-        uv = getattr(mesh.visual, "uv", None)
-        if uv is not None and len(uv) == len(v):
-            st = UsdGeom.PrimvarsAPI(geom).CreatePrimvar("st", Sdf.ValueTypeNames.TexCoord2fArray,
-                                                         UsdGeom.Tokens.vertex)
-            st.Set(Vt.Vec2fArray.FromNumpy(np.asarray(uv, dtype=np.float32)))
-    if transform is not None:
-        geom.AddTransformOp().Set(Gf.Matrix4d(*transform.T.ravel().tolist()))
-    return geom
-
-
 def _render_material(stage, looks: str, obj: ExportObject):
-    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = _pxr()
+    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = pxr()
     a = obj.asset
     mat = UsdShade.Material.Define(stage, f"{looks}/{safe_name('a_' + a.id)}_render")
     shader = UsdShade.Shader.Define(stage, f"{mat.GetPath()}/PreviewSurface")
@@ -126,7 +85,7 @@ def _render_material(stage, looks: str, obj: ExportObject):
 
 
 def _physics_material(stage, looks: str, asset: Asset):
-    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = _pxr()
+    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = pxr()
     mat = UsdShade.Material.Define(stage, f"{looks}/{safe_name('a_' + asset.id)}_physics")
     api = UsdPhysics.MaterialAPI.Apply(mat.GetPrim())
     api.CreateStaticFrictionAttr(float(asset.friction))
@@ -136,7 +95,7 @@ def _physics_material(stage, looks: str, asset: Asset):
 
 
 def _object(stage, obj: ExportObject, materials: dict[str, tuple]) -> None:
-    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = _pxr()
+    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = pxr()
     a = obj.asset
     xf = UsdGeom.Xform.Define(stage, f"/World/{obj.node}")
     xf.AddTranslateOp().Set(Gf.Vec3d(*map(float, obj.pose.position)))
@@ -153,7 +112,7 @@ def _object(stage, obj: ExportObject, materials: dict[str, tuple]) -> None:
         qx, qy, qz, qw = matrix_to_quat(axes)
         mass.CreatePrincipalAxesAttr(Gf.Quatf(qw, qx, qy, qz))
     render, physics = materials[a.id]
-    visual = _define_mesh(stage, f"{xf.GetPath()}/visual", _load_mesh(a.file(a.visual)), with_uv=True)
+    visual = define_mesh(stage, f"{xf.GetPath()}/visual", load_mesh(a.file(a.visual)), with_uv=True)
     UsdShade.MaterialBindingAPI.Apply(visual.GetPrim()).Bind(render)
     UsdGeom.Scope.Define(stage, f"{xf.GetPath()}/collision")
     for k, shape in enumerate(collision_shapes(a)):
@@ -162,10 +121,10 @@ def _object(stage, obj: ExportObject, materials: dict[str, tuple]) -> None:
 
 def _collider(stage, path: str, obj: ExportObject, shape: CollisionShape, physics) -> None:
     """A collider prim: a convex mesh (convexHull approximation) or the URDF's native primitive."""
-    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = _pxr()
+    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = pxr()
     if shape.kind == "mesh":
         scale = np.diag([*shape.size, 1.0])
-        geom = _define_mesh(stage, path, _load_mesh(obj.asset.file(shape.mesh)), with_uv=False,
+        geom = define_mesh(stage, path, load_mesh(obj.asset.file(shape.mesh)), with_uv=False,
                             transform=None if np.allclose(shape.origin @ scale, np.eye(4)) else shape.origin @ scale)
         UsdPhysics.MeshCollisionAPI.Apply(geom.GetPrim()).CreateApproximationAttr(UsdPhysics.Tokens.convexHull)
     else:
@@ -196,7 +155,7 @@ def _collider(stage, path: str, obj: ExportObject, shape: CollisionShape, physic
 
 
 def _ground(stage, z: float) -> None:
-    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = _pxr()
+    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = pxr()
     ground = UsdGeom.Cube.Define(stage, "/World/Ground")
     ground.CreateSizeAttr(1.0)
     ground.AddTranslateOp().Set(Gf.Vec3d(0.0, 0.0, z - 0.05))
@@ -206,31 +165,14 @@ def _ground(stage, z: float) -> None:
     UsdPhysics.CollisionAPI.Apply(ground.GetPrim())
 
 
-def _robot(stage, scene: Scene, out: Path) -> None:
-    """Robot visual meshes at the home pose, in their own binary layer referenced from the stage."""
-    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = _pxr()
-    robot = robot_info(scene)
-    layer_path = out / "robot" / "robot.usdc"
-    layer_path.parent.mkdir(parents=True, exist_ok=True)
-    if layer_path.exists():
-        layer_path.unlink()
-    rstage = Usd.Stage.CreateNew(str(layer_path))
-    UsdGeom.SetStageMetersPerUnit(rstage, 1.0)
-    UsdGeom.SetStageUpAxis(rstage, UsdGeom.Tokens.z)
-    root = UsdGeom.Xform.Define(rstage, "/Robot")
-    rstage.SetDefaultPrim(root.GetPrim())
-    for i, vis in enumerate(robot_visuals(robot.urdf, scene.robot_base, robot.home)):
-        mesh = robot_mesh(vis.mesh)
-        geom = _define_mesh(rstage, f"/Robot/{vis.link}_{i:02d}", mesh, with_uv=False, transform=vis.transform)
-        colors = getattr(mesh.visual, "vertex_colors", None)
-        if colors is not None and len(colors) == len(mesh.vertices):
-            geom.CreateDisplayColorPrimvar(UsdGeom.Tokens.vertex).Set(
-                Vt.Vec3fArray.FromNumpy(np.asarray(colors[:, :3], dtype=np.float32) / 255.0))
-        else:
-            geom.CreateDisplayColorAttr(Vt.Vec3fArray([Gf.Vec3f(0.9, 0.9, 0.9)]))
-    rstage.GetRootLayer().Save()
-    prim = stage.DefinePrim("/World/Robot", "Xform")
-    prim.GetReferences().AddReference("./robot/robot.usdc")
+def _cameras(stage, scene: Scene) -> None:
+    """The scene's fixed cameras under ``/World/Cameras`` (those riding on the robot live in its layer)."""
+    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = pxr()
+    cams = export_cameras(scene, with_robot=False)
+    if cams:
+        UsdGeom.Scope.Define(stage, "/World/Cameras")
+    for cam in cams:
+        define_camera(stage, f"/World/Cameras/{safe_name(cam.name)}", cam, cam.pose)
 
 
 def export_usd(scene: Scene, assets: Mapping[str, Asset], out_dir: str | Path, with_robot: bool = False) -> Path:
@@ -246,7 +188,7 @@ def export_usd(scene: Scene, assets: Mapping[str, Asset], out_dir: str | Path, w
         Path of ``scene.usda``.
 
     """
-    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = _pxr()
+    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = pxr()
     out = prepare_out_dir(out_dir)
     objects = scene_objects(scene, assets)
     copy_assets(objects, out)
@@ -270,8 +212,10 @@ def export_usd(scene: Scene, assets: Mapping[str, Asset], out_dir: str | Path, w
             materials[obj.asset.id] = (_render_material(stage, "/World/Looks", obj),
                                        _physics_material(stage, "/World/Looks", obj.asset))
         _object(stage, obj, materials)
+    _cameras(stage, scene)
     if with_robot:
-        _robot(stage, scene, out)
+        layer = write_robot_layer(out, robot_info(scene), [c for c in export_cameras(scene, True) if c.link])
+        stage.DefinePrim("/World/Robot", "Xform").GetReferences().AddReference(f"./{layer}")
     stage.GetRootLayer().Save()
     return path
 
@@ -285,7 +229,7 @@ def validate_usd(path: str | Path) -> list[str]:
         The error messages (warnings are left out); an empty list means the stage passed.
 
     """
-    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = _pxr()
+    Gf, Sdf, Usd, UsdGeom, UsdPhysics, UsdShade, Vt = pxr()
     try:
         from pxr import UsdValidation
     except ImportError:

@@ -49,6 +49,40 @@ def test_glb_with_robot_at_home(settled, tmp_path):
     assert 0.2 < transform[0, 3] < 0.6 and transform[2, 3] > 0.3
 
 
+def _gltf_json(path) -> dict:
+    import json
+    import struct
+
+    data = path.read_bytes()
+    n = struct.unpack_from("<I", data, 12)[0]
+    return json.loads(data[20:20 + n])
+
+
+def test_glb_cameras_have_the_scene_view(settled, tmp_path):
+    from scenegen.sim.camera import camera_world
+    from scenegen.sim.world import World
+
+    scene, lookup = settled
+    path = export(scene, lookup, "gltf", tmp_path, with_robot=True)
+    doc = _gltf_json(path)
+    nodes = {n["name"]: n for n in doc["nodes"] if "camera" in n}
+    assert set(nodes) == {f"camera/{c.name}" for c in scene.cameras}
+    roots = doc["scenes"][doc.get("scene", 0)]["nodes"]
+    with World.build(scene, lookup) as world:
+        for cam in scene.cameras:
+            index = next(i for i, n in enumerate(doc["nodes"]) if n["name"] == f"camera/{cam.name}")
+            assert index in roots
+            persp = doc["cameras"][doc["nodes"][index]["camera"]]["perspective"]
+            assert persp["yfov"] == pytest.approx(np.radians(cam.fov_deg))
+            assert persp["aspectRatio"] == pytest.approx(cam.width / cam.height)
+            assert (persp["znear"], persp["zfar"]) == pytest.approx((cam.near, cam.far))
+            m = np.asarray(doc["nodes"][index]["matrix"]).reshape(4, 4).T
+            eye, target, up = camera_world(world, cam)
+            assert np.allclose(m[:3, 3], eye, atol=1e-4)  # glTF cameras look along -z
+            assert np.allclose(-m[:3, 2], (target - eye) / np.linalg.norm(target - eye), atol=1e-4)
+    assert len(trimesh.load(path).geometry) > len(scene.assets)  # still a valid GLB for trimesh
+
+
 def test_gltf_golden(tmp_path_factory):
     scene, lookup = golden_scene(cache_dir(tmp_path_factory))
     path = export(scene, lookup, "glb", tmp_path_factory.mktemp("golden_gltf"))

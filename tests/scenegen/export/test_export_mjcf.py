@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from scenegen.export import export
+from scenegen.export._camera import camera_pose
 from scenegen.export._common import collision_shapes, inertia_matrix
+from scenegen.export._robot import parse_urdf
+from scenegen.export._robot_mesh import visual_parts
+from scenegen.sim.camera import camera_world, render_camera
+from scenegen.sim.robots import get_robot
+from scenegen.sim.world import World
 from tests.helpers.export_scenes import (
     check_golden,
     golden_scene,
@@ -18,6 +24,7 @@ from tests.helpers.export_scenes import (
     xml_children,
 )
 from tests.helpers.scene_assets import cache_dir
+from tests.scenegen.export import robot_paths
 
 
 @pytest.fixture(scope="module")
@@ -82,11 +89,16 @@ def test_mjcf_agrees_with_pybullet_after_one_second(settled_model):
         assert angle < 2.0, f"{node} turned {angle:.2f} deg in MuJoCo"
 
 
-def test_mjcf_with_robot_holds_home(settled, tmp_path):
+@pytest.fixture(scope="module")
+def robot_model(settled, tmp_path_factory):
     scene, lookup = settled
-    path = export(scene, lookup, "mjcf", tmp_path / "r", with_robot=True)
-    assert (tmp_path / "r" / "robot" / "meshes").is_dir()
-    model = mujoco.MjModel.from_xml_path(str(path))
+    path = export(scene, lookup, "mjcf", tmp_path_factory.mktemp("mjcf_robot"), with_robot=True)
+    return path, mujoco.MjModel.from_xml_path(str(path))
+
+
+def test_mjcf_with_robot_holds_home(robot_model):
+    path, model = robot_model
+    assert (path.parent / "robot" / "meshes").is_dir()
     assert model.nu == 9 and model.nkey == 1
     data = mujoco.MjData(model)
     mujoco.mj_resetDataKeyframe(model, data, 0)
@@ -96,6 +108,106 @@ def test_mjcf_with_robot_holds_home(settled, tmp_path):
     arm = [model.jnt_qposadr[model.joint(f"robot/panda_joint{i}").id] for i in range(1, 8)]
     assert np.allclose(start[arm], [0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
     assert np.abs(data.qpos[arm] - start[arm]).max() < 0.02
+
+
+def _robot_geoms(model, group):
+    return [g for g in range(model.ngeom) if model.body(model.geom_bodyid[g]).name.startswith("robot/")
+            and model.geom_group[g] == group]
+
+
+def test_mjcf_robot_draws_visual_meshes_with_materials(settled, robot_model):
+    _, model = robot_model
+    scene, _ = settled
+    parts = visual_parts(parse_urdf(get_robot(scene.robot).urdf_path()))
+    visual, hidden = _robot_geoms(model, 1), _robot_geoms(model, 3)
+    assert len(visual) == len(parts) > 11 and hidden  # one geom per material part; colliders hidden in group 3
+    assert not _robot_geoms(model, 0)
+    for g, part in zip(visual, parts, strict=True):
+        assert model.geom(g).name == f"robot/{part.name}"
+        assert model.geom_contype[g] == 0 and model.geom_conaffinity[g] == 0
+        assert model.body(model.geom_bodyid[g]).name == f"robot/{part.link}"
+        assert np.allclose(model.mat_rgba[model.geom_matid[g]], part.rgba, atol=1e-6)
+    assert len({tuple(model.mat_rgba[model.geom_matid[g]]) for g in visual}) > 3  # white, dark grey, accents
+    for g in hidden:
+        assert model.geom_contype[g] == 1 and model.geom_conaffinity[g] == 1
+
+
+def test_mjcf_cameras_have_the_scene_intrinsics_and_pose(settled, robot_model):
+    scene, lookup = settled
+    _, model = robot_model
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    mujoco.mj_forward(model, data)
+    with World.build(scene, lookup) as world:
+        for cam in scene.cameras:
+            mc = model.camera(cam.name)
+            assert mc.fovy[0] == pytest.approx(cam.fov_deg)
+            assert list(model.cam_resolution[mc.id]) == [cam.width, cam.height]
+            eye, target, up = camera_world(world, cam)
+            assert np.allclose(data.cam_xpos[mc.id], eye, atol=1e-4)
+            look = -data.cam_xmat[mc.id].reshape(3, 3)[:, 2]
+            assert np.allclose(look, (target - eye) / np.linalg.norm(target - eye), atol=1e-4)
+            assert np.dot(data.cam_xmat[mc.id].reshape(3, 3)[:, 1], up / np.linalg.norm(up)) > 0
+    front = next(c for c in scene.cameras if c.link is None)
+    assert np.allclose(model.cam_pos0[model.camera(front.name).id], camera_pose(front)[:3, 3])
+
+
+def _masks_mujoco(model, name: str, size: int) -> dict[str, np.ndarray]:
+    data = mujoco.MjData(model)
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+    mujoco.mj_forward(model, data)
+    renderer = mujoco.Renderer(model, size, size)
+    try:
+        renderer.enable_segmentation_rendering()
+        renderer.update_scene(data, name)
+        seg = renderer.render()
+    finally:
+        renderer.close()
+    geom = np.where(seg[..., 1] == mujoco.mjtObj.mjOBJ_GEOM, seg[..., 0], -1)
+    body = np.where(geom >= 0, model.geom_bodyid[np.maximum(geom, 0)], -1)
+    robot = [b for b in range(model.nbody) if model.body(b).name.startswith("robot/")]
+    out = {model.body(b).name: body == b for b in range(1, model.nbody) if b not in robot}
+    out["robot"] = np.isin(body, robot)
+    return out
+
+
+@pytest.mark.slow
+def test_mjcf_camera_views_match_the_pybullet_preview(settled, robot_model):
+    """mujoco.Renderer from the export's cameras sees what the pack's PyBullet preview sees.
+
+    The preview is PyBullet's TinyRenderer of the settled world (``make_preview``); both are
+    rendered at 512 px (PyBullet samples pixels half a pixel off MuJoCo, which costs small
+    objects a few points of overlap at the preview's 256 px) and every object's mask must
+    overlap (intersection over union) by at least 90 %.
+    """
+    scene, lookup = settled
+    _, model = robot_model
+    size, compared = 512, set()
+    with World.build(scene, lookup) as world:
+        for node, pose in scene.settled.items():
+            world.set_pose(node, pose)
+        for cam in scene.cameras:
+            _, _, seg = render_camera(world, cam.name, size, size)
+            pb = {n: seg == b for n, b in world.body_of.items()} | {"robot": seg == world.robot_id}
+            mj = _masks_mujoco(model, cam.name, size)
+            seen = [n for n in pb if pb[n].sum() >= 100]
+            assert len(seen) >= 3, f"{cam.name} sees only {seen}"
+            for n in seen:
+                iou = (pb[n] & mj[n]).sum() / (pb[n] | mj[n]).sum()
+                assert iou >= 0.9, f"{cam.name}: {n} masks overlap {iou:.3f}"
+            compared |= {(cam.name, n) for n in seen}
+    assert {"front", "wrist"} <= {c for c, _ in compared} and any(n == "robot" for _, n in compared)
+
+
+@pytest.mark.slow
+def test_mjcf_robot_follows_the_pybullet_path(settled, robot_model):
+    """Same joint-position trajectory in PyBullet (the toolkit's world) and in MuJoCo: EE paths within 1 cm."""
+    scene, lookup = settled
+    _, model = robot_model
+    ref = robot_paths.reference_path(scene, lookup)
+    got = robot_paths.mujoco_path(model, scene)
+    assert np.linalg.norm(ref - ref[0], axis=1).max() > 0.1  # the hand really moves
+    assert robot_paths.path_gap(ref, got) < robot_paths.PATH_TOL
 
 
 def _summary(path) -> dict:

@@ -14,6 +14,7 @@ from scenegen.export.urdf import load_scene
 from scenegen.geometry import link_pose
 from tests.helpers.export_scenes import check_golden, golden_scene, quat_angle_deg, settled_scene, text_files
 from tests.helpers.scene_assets import cache_dir
+from tests.scenegen.export import robot_paths
 
 
 @pytest.fixture(scope="module")
@@ -83,6 +84,16 @@ def test_urdf_with_robot_at_home(settled, tmp_path, client):
     kinds = [p.getJointInfo(uid, j, physicsClientId=client)[2]
              for j in range(p.getNumJoints(uid, physicsClientId=client))]
     assert kinds.count(p.JOINT_REVOLUTE) == 7 and kinds.count(p.JOINT_PRISMATIC) == 2
+
+
+def test_urdf_robot_follows_the_pybullet_path(settled, tmp_path, client):
+    """Same joint-position trajectory in the toolkit's world and in the exported URDF robot: EE paths within 1 cm."""
+    scene, lookup = settled
+    ref = robot_paths.reference_path(scene, lookup)
+    bodies = load_scene(export(scene, lookup, "urdf", tmp_path, with_robot=True), client, ground=True)
+    got = robot_paths.pybullet_path(client, bodies["robot"], scene, "panda_grasptarget")
+    assert np.linalg.norm(ref - ref[0], axis=1).max() > 0.1
+    assert robot_paths.path_gap(ref, got) < robot_paths.PATH_TOL
 
 
 def test_load_scene_rejects_other_files(tmp_path, client):
