@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from scenegen.errors import ScenegenError
+from scenegen.errors import PackError, ScenegenError
 from scenegen.options import ConfigCommand, ConfigOptions, opt
 
 PIPELINE_OPTIONS = ConfigOptions("scenegen.pipeline:PipelineConfig", [
@@ -107,6 +107,11 @@ def qa(pack_dir: str, checks: str | None, vlm: bool, no_write: bool, as_json: bo
             click.echo(f"  failure: {kind} x{count}")
         if not no_write:
             click.echo(f"report: {pack_dir.rstrip('/')}/{REPORT_MD}")
+    if report.get("integrity"):
+        bad = report["integrity"]
+        raise PackError(f"{len(bad)} scene(s) of {pack_dir} fail QA because they were changed or damaged after the "
+                        f"pack was written (first: {bad[0]['id'][:12]}: {bad[0]['reason']}); run `scenegen info "
+                        f"{pack_dir} --verify`, then regenerate those scenes")
     if strict and report["scenes_passed"] < report["scenes_checked"]:
         raise ScenegenError(f"{report['scenes_checked'] - report['scenes_passed']} of {report['scenes_checked']} "
                             f"scenes fail QA; see {pack_dir}/{REPORT_MD}")

@@ -17,7 +17,7 @@ import logging
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -77,13 +77,15 @@ class QAChecker:
     """The pipeline's per-scene ``checker``: ``(scene, world) -> qa dict`` (picklable for worker processes).
 
     With ``config.enforce`` False (audit mode) every scene is accepted: ``passed`` is then True,
-    the real verdict is in ``qa_passed`` and each check keeps its own ``passed``.
+    the real verdict is in ``qa_passed`` and each check keeps its own ``passed``. Enforcing, it stops
+    at the first failed check (the scene is rejected anyway; the costly checks run last).
     """
 
     config: QAConfig = field(default_factory=QAConfig)
 
     def __call__(self, scene: Scene, world: Any) -> dict:
-        data = run_checks(scene, world, self.config).to_dict()
+        cfg = self.config if self.config.fail_fast or not self.config.enforce else replace(self.config, fail_fast=True)
+        data = run_checks(scene, world, cfg).to_dict()
         data["enforced"] = self.config.enforce
         if not self.config.enforce:
             data["qa_passed"] = data["passed"]

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 from qa.config import CHECK_ORDER, QAConfig
 
+log = logging.getLogger(__name__)
 REPORT_JSON = "qa_report.json"
 REPORT_MD = "qa_report.md"
 MAX_LISTED = 200
@@ -142,26 +144,40 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(root: str | os.PathLike, report: dict) -> tuple[Path, Path]:
-    """Write ``qa_report.json`` and ``qa_report.md`` into a pack and record a QA summary in its manifest.
+def write_report(root: str | os.PathLike, report: dict,
+                 scene_qa: dict[str, dict] | None = None) -> tuple[Path, Path]:
+    """Write ``qa_report.json``, ``qa_report.md`` and the scenes' ``qa.json`` into a pack; record a QA summary.
+
+    The pack is opened with :meth:`~scenegen.pack.writer.PackWriter.update`: nothing else in it
+    is written, moved or deleted, and its ``finalized`` flag keeps its value.
+
+    Args:
+        root: the pack folder.
+        report: the report (:func:`build_report`).
+        scene_qa: scene id -> QA record to store as that scene's ``qa.json`` (a scene whose folder
+            is not a plain folder of the pack keeps its record in the report only).
 
     Returns:
-        The two file paths.
+        The two report paths.
 
     Raises:
         PackError: the folder is not a pack or is locked by another writer.
 
     """
-    from scenegen.pack.reader import load_pack
+    from scenegen.errors import PackError
     from scenegen.pack.writer import PackWriter
 
-    pack = load_pack(root)
-    with PackWriter(pack.root, pack.prompt, pack.seed, pack.config) as writer:  # finalize() closes it too
-        report = {**report, "prompt": report.get("prompt") or pack.prompt}
+    with PackWriter.update(root) as writer:
+        for sid, qa in sorted((scene_qa or {}).items()):
+            try:
+                writer.write_scene_qa(sid, qa)
+            except PackError as exc:
+                log.warning("qa.json of scene %s not written: %s", sid[:12], exc.one_line())
+        report = {**report, "prompt": report.get("prompt") or writer.prompt}
         pj = writer.write_extra(REPORT_JSON, report)
         pm = writer.write_extra(REPORT_MD, render_markdown(report))
         brief: dict[str, Any] = {k: report[k] for k in ("mode", "scenes_checked", "scenes_passed", "pass_rate",
                                                         "cost_per_scene_s")}
         brief["pass_rate_by_check"] = {k: v["pass_rate"] for k, v in report["checks"].items()}
-        writer.finalize({**pack.manifest.get("summary", {}), "qa": brief})
+        writer.set_summary({**writer.summary, "qa": brief})
     return pj, pm

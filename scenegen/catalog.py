@@ -2,6 +2,11 @@
 
 The data lives in ``assets/catalog.json`` at the repository root (override with the
 ``SCENEGEN_CATALOG`` environment variable). ``load_catalog()`` is cached.
+
+Every graspable category says what the jaws close on (``grasp``: a part and its width over the
+category's size range; by default its body across the narrow horizontal side), so that
+:meth:`Catalog.check_gripper` can refuse a catalog that a robot's gripper cannot serve at
+every size an object may be drawn at.
 """
 
 from __future__ import annotations
@@ -14,10 +19,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from scenegen.errors import CatalogError
+from scenegen.errors import CatalogError, GripperError
 
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
 FLAGS = ("graspable", "container", "support", "stackable")
+GRASP_PARTS = ("body", "handle", "rim", "wall", "neck", "knob", "blades")
+"""What the jaws of a parallel gripper close on."""
+GRIP_MARGIN = 0.006
+"""Clearance (m) the open jaws need beyond a grasp width: the scripted expert plans a grasp
+only when the width is at least this much under the gripper's maximum opening."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,10 @@ class Category:
     """Copies of it can be stacked."""
     colors: tuple[str, ...]
     """Default colours (keys of the catalog's colours)."""
+    grasp_part: str = "body"
+    """What a gripper closes on (one of :data:`GRASP_PARTS`)."""
+    grasp_width: tuple[float, float] = (0.0, 0.0)
+    """Width (m) of that part across the jaws at the smallest and at the largest size."""
 
     @property
     def display(self) -> str:
@@ -84,6 +98,7 @@ class Category:
             "material": self.material, "mass_range": list(self.mass_range),
             "friction": self.friction, "restitution": self.restitution,
             "flags": [f for f in FLAGS if getattr(self, f)], "colors": list(self.colors),
+            "grasp": {"part": self.grasp_part, "width": list(self.grasp_width)},
         }
 
 
@@ -105,26 +120,31 @@ class Catalog:
             self.categories: dict[str, Category] = {}
             for name, c in data["categories"].items():
                 mat = self.materials[c["material"]]
+                size_min = tuple(float(x) for x in c["size_min"])
+                size_max = tuple(float(x) for x in c["size_max"])
+                part, width = _grasp(name, c.get("grasp"), size_min, size_max)
                 self.categories[name] = Category(
                     name=name, group=c["group"], generator=c["generator"],
                     synonyms=tuple(c["synonyms"]), plurals=tuple(c["plurals"]),
-                    size_min=tuple(float(x) for x in c["size_min"]),
-                    size_max=tuple(float(x) for x in c["size_max"]),
+                    size_min=size_min, size_max=size_max,
                     material=c["material"], mass_range=tuple(float(x) for x in c["mass_range"]),
                     friction=float(c.get("friction", mat.friction)),
                     restitution=float(c.get("restitution", mat.restitution)),
                     graspable="graspable" in c["flags"], container="container" in c["flags"],
                     support="support" in c["flags"], stackable="stackable" in c["flags"],
-                    colors=tuple(c["colors"]),
+                    colors=tuple(c["colors"]), grasp_part=part, grasp_width=width,
                 )
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise CatalogError(f"catalog data is malformed ({exc!r}); fix assets/catalog.json") from exc
         self._words: dict[str, tuple[str, bool]] = {}
         for cat in self.categories.values():
-            for w in (cat.name.replace("_", " "), *cat.synonyms):
-                self._words.setdefault(w.lower(), (cat.name, False))
-            for w in cat.plurals:
-                self._words.setdefault(w.lower(), (cat.name, True))
+            words = [(w, False) for w in (cat.name.replace("_", " "), *cat.synonyms)]
+            for w, plural in words + [(w, True) for w in cat.plurals]:
+                other = self._words.get(w.lower())
+                if other is not None and other[0] != cat.name:
+                    raise CatalogError(f"the word {w!r} names both {other[0]!r} and {cat.name!r}; "
+                                       "keep it in one category of the catalog")
+                self._words.setdefault(w.lower(), (cat.name, plural))
         self._check()
 
     def _check(self) -> None:
@@ -136,6 +156,35 @@ class Catalog:
             for col in cat.colors:
                 if col not in self.colors:
                     raise CatalogError(f"category {cat.name!r}: unknown colour {col!r}; add it to colors")
+
+    def gripper_problems(self, opening: float, margin: float = GRIP_MARGIN) -> list[str]:
+        """Why each graspable category does not fit a gripper that opens ``opening`` metres.
+
+        A category fits when its grasp part, at the largest size the catalog allows (and so at
+        every smaller one), is at least ``margin`` narrower than the opening.
+        """
+        out = []
+        for c in self:
+            lo, hi = c.grasp_width
+            if c.graspable and hi + margin > opening + 1e-9:
+                sizes = " .. ".join("x".join(f"{v * 100:g}" for v in s) for s in (c.size_min, c.size_max))
+                out.append(f"category {c.name!r} is graspable by its {c.grasp_part}, {lo * 100:.1f}-{hi * 100:.1f} "
+                           f"cm across over its size range {sizes} cm, but the gripper opens "
+                           f"{opening * 100:.1f} cm and needs {margin * 100:.1f} cm to spare")
+        return out
+
+    def check_gripper(self, opening: float, robot: str = "the robot", margin: float = GRIP_MARGIN) -> None:
+        """Raise unless every graspable category fits ``robot``'s gripper at its smallest and largest size.
+
+        Raises:
+            GripperError: names the first category that does not fit, its sizes and the opening.
+
+        """
+        probs = self.gripper_problems(opening, margin)
+        if probs:
+            more = f" (and {len(probs) - 1} more)" if len(probs) > 1 else ""
+            raise GripperError(f"{robot}: {probs[0]}{more}; shrink its size range, name a narrower grasp "
+                               "part in assets/catalog.json, or drop its graspable flag")
 
     def __contains__(self, name: object) -> bool:
         return name in self.categories
@@ -189,6 +238,19 @@ class Catalog:
         if name not in self.colors:
             raise CatalogError(f"unknown colour {name!r}; use one of {', '.join(sorted(self.colors))}")
         return (*self.colors[name], 1.0)
+
+
+def _grasp(name: str, spec: dict | None, size_min: tuple, size_max: tuple) -> tuple[str, tuple[float, float]]:
+    """Grasp part and width range of a category (default: the body across its narrow side)."""
+    if spec is None:
+        return "body", (min(size_min[0], size_min[1]), min(size_max[0], size_max[1]))
+    part = spec.get("part", "body")
+    if part not in GRASP_PARTS:
+        raise CatalogError(f"category {name!r}: unknown grasp part {part!r}; use one of {', '.join(GRASP_PARTS)}")
+    lo, hi = (float(x) for x in spec["width"])
+    if not 0 < lo <= hi:
+        raise CatalogError(f"category {name!r}: grasp width {[lo, hi]} must be 0 < min <= max metres")
+    return part, (lo, hi)
 
 
 @functools.lru_cache(maxsize=4)

@@ -29,6 +29,14 @@ COMMANDS: dict[str, str] = {
     "qa": "qa.cli:qa",
     "export": "scenegen.export.cli:export",
     "demos": "rl.cli:demos",
+    "train": "rl.cli:train",
+    "eval": "rl.cli:evaluate_cmd",
+    "evalset": "rl.eval_cli:evalset",
+    "compare": "rl.eval_cli:compare",
+    "diagnose": "rl.eval_cli:diagnose",
+    "dr": "rl.eval_cli:dr",
+    "correlate": "rl.eval_cli:correlate",
+    "ablate": "rl.ablate_cli:ablate",
 }
 
 EPILOG = """\b

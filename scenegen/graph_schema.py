@@ -25,6 +25,7 @@ JSON_SCHEMA: dict[str, Any] = {
     "properties": {
         "schema_version": {"const": SCHEMA_VERSION},
         "instruction": {"type": "string", "maxLength": 2000},
+        "instructions": {"type": "array", "maxItems": 32, "items": {"type": "string", "maxLength": 2000}},
         "objects": {
             "type": "array", "maxItems": 256,
             "items": {

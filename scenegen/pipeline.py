@@ -16,18 +16,21 @@ import io
 import logging
 import math
 import multiprocessing
+import os
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from scenegen.assets.collision.config import CollisionConfig
-from scenegen.errors import BudgetError, ConfigError, ScenegenError
+from scenegen.errors import BackendError, BudgetError, ConfigError, ScenegenError
 from scenegen.layout.compose import SceneConfig
 from scenegen.sim.world import WorldConfig
+from scenegen.tasks.precheck import PrecheckConfig
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +92,10 @@ class PipelineConfig:
     """Acceptance thresholds."""
     collision: CollisionConfig = field(default_factory=CollisionConfig)
     """Collision-proxy settings of generated assets (CoACD threshold, hull budget...)."""
+    precheck: PrecheckConfig = field(default_factory=PrecheckConfig)
+    """Reach and view checks on the layout, before distractors are built and before settling."""
+    light_robot: bool = True
+    """Settle with the robot's low-poly render copy: same physics, 5x faster to load (previews draw it low-poly)."""
 
     def __post_init__(self) -> None:
         if not (isinstance(self.workers, int) and 1 <= self.workers <= 512):
@@ -173,7 +180,9 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
     from scenegen.graph import SceneGraph
     from scenegen.layout.compose import build_scene
     from scenegen.sim.camera import make_preview
+    from scenegen.sim.light_robot import light_robot
     from scenegen.sim.world import World
+    from scenegen.tasks.precheck import precheck, task_graph
 
     t0 = time.perf_counter()
     secs: dict[str, float] = {}
@@ -182,22 +191,39 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
         options = {k: v for k, v in (("shap_e_model", config.shap_e_model), ("texture_model", config.texture_model),
                                      ("device", config.device)) if v is not None}
         source = resolve_source(config.assets, cache_dir=cache_dir, collision=config.collision, **options)
-        assets = {}
-        for obj in graph.objects():
-            attrs = {k: v for k, v in obj.attributes.items() if k != "instance_seed"}
-            assets[obj.id] = source(obj.category, _node_seed(seed, obj.id, obj.attributes), attrs)
-        secs["assets"] = time.perf_counter() - t0
+        assets: dict = {}
+
+        def make(ids: set | None) -> None:
+            for o in (o for o in graph.objects() if o.id not in assets and (ids is None or o.id in ids)):
+                attrs = {k: v for k, v in o.attributes.items() if k != "instance_seed"}
+                assets[o.id] = source(o.category, _node_seed(seed, o.id, o.attributes), attrs)
+
+        task = task_graph(graph)    # reject early: the task objects' reach and view, before any distractor
+        if task is not None and (config.precheck.reach or config.precheck.view):
+            make(set(task.g.nodes))
+            tp = time.perf_counter()
+            why = precheck(build_scene(task, assets, seed=seed, config=config.scene), assets, config.precheck)
+            secs["precheck"] = time.perf_counter() - tp
+            if why:
+                return Attempt(index, False, f"precheck: {why}", seconds=secs)
+        make(None)
+        secs["assets"] = time.perf_counter() - t0 - secs.get("precheck", 0.0)
         t1 = time.perf_counter()
         scene = build_scene(graph, assets, seed=seed, config=config.scene)
         scene.meta["attempt"] = index
         secs["layout"] = time.perf_counter() - t1
+        why = precheck(scene, assets, config.precheck)
+        if why:
+            return Attempt(index, False, f"precheck: {why}", seconds=secs)
     except ScenegenError as exc:
         return Attempt(index, False, _reason(exc), seconds=secs)
     lookup = {a.id: a for a in assets.values()}
     t2 = time.perf_counter()
     try:
-        with World.build(scene, lookup, config=config.world) as world:
+        built = replace(scene, robot=light_robot(scene.robot).name) if config.light_robot else scene
+        with World.build(built, lookup, config=config.world) as world:
             report = world.settle(max_seconds=config.settle_seconds)
+            scene.settled = built.settled
             secs["settle"] = time.perf_counter() - t2
             scene.meta["settle"] = report.to_dict()
             reason = acceptance(world, report, config.accept)
@@ -208,11 +234,12 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
                 secs["qa"] = time.perf_counter() - t3
                 if not qa.get("passed", False):
                     reason = f"qa: {qa.get('reason', 'failed')}"
-            preview = None
+            preview, t4 = None, time.perf_counter()
             if config.preview_size:
                 buf = io.BytesIO()
                 make_preview(scene, world, config.preview_size).save(buf, format="PNG")
                 preview = buf.getvalue()
+                secs["preview"] = time.perf_counter() - t4
     except ScenegenError as exc:
         return Attempt(index, False, _reason(exc), seconds=secs)
     secs["total"] = time.perf_counter() - t0
@@ -239,12 +266,61 @@ def _results(tasks: Iterator[tuple], config: PipelineConfig) -> tuple[Iterator[A
         except ImportError:
             raise ConfigError("backend 'ray' needs Ray: pip install 'scenegen[ray]'") from None
         if not ray.is_initialized():
-            ray.init(address=config.ray_address, ignore_reinit_error=True, log_to_driver=False)
+            _ray_connect(ray, config.ray_address)
         pool = RayPool(processes=config.workers)
         return pool.imap(_attempt_task, tasks, chunksize=1), pool.terminate
     # Not multiprocessing.Pool: its workers are daemonic and could not start the CoACD helper process.
-    ex = ProcessPoolExecutor(config.workers, mp_context=multiprocessing.get_context("spawn"))
+    ex = ProcessPoolExecutor(config.workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_die_with_parent, initargs=(os.getpid(),))
     return ex.map(_attempt_task, list(tasks)), lambda: ex.shutdown(wait=False, cancel_futures=True)
+
+
+RAY_CONNECT_S = 60.0
+"""Wall-clock deadline (s) of connecting to (or starting) a Ray cluster."""
+
+
+def _ray_connect(ray: Any, address: str | None) -> None:
+    """``ray.init`` under :data:`RAY_CONNECT_S`; a ``host:port`` address is first probed with a 5 s TCP connect.
+
+    Raises:
+        BackendError: naming the stage (``ray connect``) and the address that failed.
+
+    """
+    from scenegen.secrets import call_with_deadline
+
+    where = address or "a new local cluster"
+    host, _, port = (address or "").removeprefix("ray://").rpartition(":")
+    if host and port.isdigit():
+        try:
+            socket.create_connection((host.strip("[]"), int(port)), timeout=5.0).close()
+        except OSError as exc:
+            raise BackendError(f"stage ray connect: cannot reach the Ray cluster at {address} "
+                               f"({exc.strerror or exc}); check --ray-address and that the cluster is up") from None
+    try:
+        call_with_deadline(lambda: ray.init(address=address, ignore_reinit_error=True, log_to_driver=False),
+                           RAY_CONNECT_S, what=f"connecting to the Ray cluster at {where}")
+    except TimeoutError:
+        raise BackendError(f"stage ray connect: no Ray cluster answered at {where} within {RAY_CONNECT_S:.0f} s; "
+                           "check --ray-address and that the cluster is up") from None
+    except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; each becomes one line naming the address
+        raise BackendError(f"stage ray connect: connecting to the Ray cluster at {where} failed "
+                           f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
+
+
+def _die_with_parent(parent: int) -> None:
+    """Pool-worker initializer: exit as soon as the process that started the pool is gone (even by SIGKILL).
+
+    A watcher thread polls the parent id twice a second; once the worker is re-parented the
+    worker ends, so no worker (and no multiprocessing resource tracker kept alive by one) outlives a killed run.
+    """
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
 @dataclass
@@ -271,7 +347,7 @@ class RunSummary:
 
 def _reason_kind(reason: str) -> str:
     head = reason.split(":")[0]
-    return head if head != "qa" else ":".join(reason.split(":")[:2]).strip()
+    return head if head not in ("qa", "precheck") else ":".join(reason.split(":")[:2]).strip()
 
 
 def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: PipelineConfig | None = None, *,
@@ -309,10 +385,8 @@ def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: Pipeli
     from scenegen.scene import Scene
 
     cfg = config or PipelineConfig()
-    if not (isinstance(n, int) and 1 <= n <= 100_000):
-        raise ConfigError(f"n = {n!r} must be an int in 1..100000")
+    budget = _attempt_budget(n, cfg)
     t0 = time.perf_counter()
-    budget = math.ceil(n * cfg.attempts_per_scene) + 4
     graphs = design(prompt, budget, seed, designer=cfg.designer)
     cache = str(cache_dir) if cache_dir is not None else None
     writer = PackWriter(out, prompt, seed, cfg.content_dict())
@@ -335,8 +409,9 @@ def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: Pipeli
                 if res.accepted:
                     scene = Scene.from_dict(res.scene)
                     assets = {aid: Asset.load(d) for aid, d in res.asset_dirs.items()}
-                    preview = _png(res.preview)
-                    writer.add_scene(scene, assets, preview=preview, qa=res.qa)
+                    tw = time.perf_counter()
+                    writer.add_scene(scene, assets, preview=_png(res.preview), qa=res.qa)
+                    res.seconds["pack"] = time.perf_counter() - tw
                     accepted += 1
                     stage_totals.update(res.seconds)
                     bar.update(1)
@@ -372,6 +447,26 @@ def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: Pipeli
                             f"The pack at {out} keeps the accepted ones; rerun to resume, or raise "
                             "attempts_per_scene / simplify the prompt")
     return pack
+
+
+def _attempt_budget(n: Any, cfg: PipelineConfig) -> int:
+    """Designed graphs a run of ``n`` scenes may use: ``ceil(n * attempts_per_scene) + 4``, within the designer's limit.
+
+    Raises:
+        ConfigError: ``n`` is not a positive int, or its budget exceeds what one design call makes.
+
+    """
+    from scenegen.design.variation import MAX_VARIANTS
+
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"-n {n!r} must be a positive integer (the number of scenes wanted)")
+    most = max(1, math.floor((MAX_VARIANTS - 4) / cfg.attempts_per_scene))
+    if n > most:
+        raise ConfigError(f"-n {n} is too many scenes for one run: with attempts_per_scene {cfg.attempts_per_scene:g} "
+                          f"it needs up to {math.ceil(n * cfg.attempts_per_scene) + 4} designed graphs and one design "
+                          f"call makes at most {MAX_VARIANTS}; ask for at most {most} scenes per pack or lower "
+                          "--attempts-per-scene")
+    return math.ceil(n * cfg.attempts_per_scene) + 4
 
 
 def _attempt_seed(seed: int, index: int) -> int:

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from scenegen.scene import Scene
+from scenegen.tasks.precheck import task_objects
 
 
 @contextmanager
@@ -24,18 +25,7 @@ def preserved(world: Any) -> Iterator[None]:
 
 def task_nodes(scene: Scene) -> tuple[list[str], list[str]]:
     """Targets and receptacles of a scene: their roles, plus the subjects and objects of its goals."""
-    graph = scene.graph
-    support = graph.support_id
-    targets = {o.id for o in graph.objects("target")}
-    receptacles = {o.id for o in graph.objects("receptacle")}
-    for goal in graph.goals:
-        if goal.subject in graph:
-            targets.add(goal.subject)
-        if goal.object is not None and goal.object in graph and goal.object != support:
-            receptacles.add(goal.object)
-    receptacles -= targets
-    targets.discard(support)  # type: ignore[arg-type]
-    return sorted(targets), sorted(receptacles)
+    return task_objects(scene)
 
 
 def join_failures(failures: list[str], limit: int = 4) -> str:

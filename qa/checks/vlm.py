@@ -6,7 +6,12 @@ and is reached through the real ``openai`` client, imported when the check runs.
 judge must answer ``{"pass": bool, "score": 0..1, "problems": [...]}``. HTTP errors,
 timeouts and unparsable answers are retried with exponential backoff (bounded), and
 when no verdict comes the check fails as ``unverified``: it never passes without one.
-The key is never written to a message, a log line or a report.
+Each request runs under a wall-clock deadline of ``timeout_s`` (however slowly the server
+trickles its answer) and the whole check under ``(max_retries + 1) * timeout_s`` plus its
+backoff waits. The key is never written to a message, a log line or a report: every string
+the endpoint sends (answers, problems, error bodies) goes through
+:class:`~scenegen.secrets.Scrubber` first, and credentials in the base URL are stripped with a
+warning and never sent.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from qa.config import QAConfig, VLMConfig
 from qa.result import CheckResult
 from scenegen.errors import BackendError
 from scenegen.scene import Camera, Scene
+from scenegen.secrets import Scrubber, call_with_deadline, split_credentials
 from scenegen.sim.camera import render_camera
 from scenegen.validate import is_finite
 
@@ -39,10 +45,31 @@ _SYSTEM = ("You are a strict quality inspector of simulated robot-manipulation s
 
 
 def endpoint(vc: VLMConfig) -> tuple[str | None, str | None, str | None]:
-    """Base URL, model and key from the config, else from the environment."""
-    return (vc.base_url or os.environ.get("SCENEGEN_VLM_BASE_URL") or None,
-            vc.model or os.environ.get("SCENEGEN_VLM_MODEL") or None,
-            vc.api_key or os.environ.get("SCENEGEN_VLM_API_KEY") or None)
+    """Base URL (without credentials), model and key from the config, else from the environment."""
+    base_url, _ = _endpoint(vc)
+    return base_url, vc.model or os.environ.get("SCENEGEN_VLM_MODEL") or None, _key(vc)
+
+
+def _key(vc: VLMConfig) -> str | None:
+    return vc.api_key or os.environ.get("SCENEGEN_VLM_API_KEY") or None
+
+
+def _endpoint(vc: VLMConfig) -> tuple[str | None, str | None]:
+    """The base URL without ``user:password@``, and those credentials (warned about, never sent)."""
+    url = (vc.base_url or os.environ.get("SCENEGEN_VLM_BASE_URL") or "").strip() or None
+    if url is None:
+        return None, None
+    clean, userinfo = split_credentials(url)
+    if userinfo is not None:
+        log.warning("VLM base URL carried credentials (user:password@); they were removed and are not sent. "
+                    "Pass the key as VLMConfig.api_key / SCENEGEN_VLM_API_KEY instead")
+    return clean, userinfo
+
+
+def scrubber(vc: VLMConfig) -> Scrubber:
+    """Masks the judge's key and URL credentials (and auth-looking tokens) in any text."""
+    url = (vc.base_url or os.environ.get("SCENEGEN_VLM_BASE_URL") or "").strip()
+    return Scrubber.for_endpoint(url, _key(vc))
 
 
 def _side_camera(scene: Scene, size: int) -> Camera:
@@ -116,9 +143,9 @@ def parse_verdict(text: str | None) -> dict | None:
     return {"pass": data["pass"], "score": float(score), "problems": [str(p)[:300] for p in problems[:20]]}
 
 
-def _scrub(text: str, key: str | None) -> str:
-    text = " ".join(str(text).split())[:300]
-    return text.replace(key, "***") if key and key != _NO_KEY else text
+def _one_line(scrub: Scrubber, text: Any) -> str:
+    """The scrubbed text on one line, at most 300 characters (scrubbed before it is cut, so no half key remains)."""
+    return " ".join(scrub.text(text).split())[:300]
 
 
 def _classify(openai: Any, exc: Exception) -> tuple[str, bool]:
@@ -165,6 +192,7 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
     except ImportError:
         return CheckResult(NAME, False, 0.0, "unverified: the openai package is missing (pip install openai)",
                            {"attempts": 0})
+    scrub = scrubber(vc)
     views = render_views(scene, world, vc)
     content: list[dict] = [{"type": "text", "text": describe(scene)}]
     for name, png in views:
@@ -172,43 +200,52 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
         url = "data:image/png;base64," + base64.b64encode(png).decode()
         content.append({"type": "image_url", "image_url": {"url": url}})
     messages = [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": content}]
-    client = openai.OpenAI(base_url=base_url, api_key=key or _NO_KEY, timeout=vc.timeout_s, max_retries=0)
     tokens = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     errors: list[str] = []
     latency = 0.0
     json_mode = vc.json_mode
     verdict = None
     attempts = 0
-    try:
-        for attempt in range(vc.max_retries + 1):
-            if attempt:
-                time.sleep(min(vc.max_backoff_s, vc.backoff_s * 2 ** (attempt - 1)))
-            attempts += 1
-            kw: dict = {"response_format": {"type": "json_object"}} if json_mode else {}
-            t0 = time.perf_counter()
-            try:
-                resp = client.chat.completions.create(model=model, messages=messages, temperature=0.0,
-                                                      max_tokens=vc.max_tokens, **kw)
-            except Exception as exc:  # noqa: BLE001 - every client failure is classified and reported
-                latency += time.perf_counter() - t0
-                why, retry = _classify(openai, exc)
-                if json_mode and isinstance(exc, openai.BadRequestError):
-                    json_mode, retry = False, True  # the server may not know response_format
-                errors.append(_scrub(why, key))
-                log.info("VLM judge attempt %d failed: %s", attempts, errors[-1])
-                if not retry:
-                    break
-                continue
+    waits = sum(min(vc.max_backoff_s, vc.backoff_s * 2 ** k) for k in range(vc.max_retries))
+    run_deadline = time.monotonic() + (vc.max_retries + 1) * vc.timeout_s + waits
+    for attempt in range(vc.max_retries + 1):
+        if attempt:
+            time.sleep(max(0.0, min(vc.max_backoff_s, vc.backoff_s * 2 ** (attempt - 1),
+                                    run_deadline - time.monotonic())))
+        remaining = run_deadline - time.monotonic()
+        if remaining <= 0:
+            errors.append(f"the check's deadline of {(vc.max_retries + 1) * vc.timeout_s + waits:.3g} s was spent")
+            break
+        attempts += 1
+        kw: dict = {"response_format": {"type": "json_object"}} if json_mode else {}
+        client = openai.OpenAI(base_url=base_url, api_key=key or _NO_KEY, timeout=vc.timeout_s, max_retries=0)
+        t0 = time.perf_counter()
+        try:
+            resp = call_with_deadline(
+                lambda c=client, k=kw: c.chat.completions.create(model=model, messages=messages, temperature=0.0,
+                                                                 max_tokens=vc.max_tokens, **k),
+                min(vc.timeout_s, remaining), what="VLM request", cancel=client.close)
+        except Exception as exc:  # noqa: BLE001 - every client failure is classified and reported
             latency += time.perf_counter() - t0
-            _usage(resp, tokens)
-            choices = getattr(resp, "choices", None) or []
-            text = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
-            verdict = parse_verdict(text if isinstance(text, str) else None)
-            if verdict is not None:
+            why, retry = ("timeout (wall-clock deadline)", True) if isinstance(exc, TimeoutError) else \
+                _classify(openai, exc)
+            if json_mode and isinstance(exc, openai.BadRequestError):
+                json_mode, retry = False, True  # the server may not know response_format
+            errors.append(_one_line(scrub, why))
+            log.info("VLM judge attempt %d failed: %s", attempts, errors[-1])
+            if not retry:
                 break
-            errors.append(_scrub(f"unparsable answer: {text!r}", key))
-    finally:
-        client.close()
+            continue
+        finally:
+            client.close()
+        latency += time.perf_counter() - t0
+        _usage(resp, tokens)
+        choices = getattr(resp, "choices", None) or []
+        text = getattr(getattr(choices[0], "message", None), "content", None) if choices else None
+        verdict = parse_verdict(scrub.text(text) if isinstance(text, str) else None)
+        if verdict is not None:
+            break
+        errors.append(_one_line(scrub, f"unparsable answer: {text!r}"))
     metrics = {"model": model, "attempts": attempts, "latency_s": latency, "tokens": tokens,
                "errors": errors, "views": [v for v, _ in views], "verdict": verdict}
     if verdict is None:

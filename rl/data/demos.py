@@ -1,220 +1,229 @@
-"""Demonstration datasets: a LeRobot-style folder of compressed NumPy episodes, its writer and reader.
+"""Record scripted-expert demonstrations of a pack into a LeRobot v3.0 dataset (see :mod:`rl.data.writer`).
 
-Layout (see ``docs/rl.md``)::
-
-    DIR/
-      meta/info.json          format, version, fps, features (dtype, shape), counts, env config, failures
-      meta/episodes.jsonl     one line per episode: index, scene_id, instruction, task_index, length, seed, return
-      meta/tasks.jsonl        one line per distinct instruction: task_index, task
-      data/chunk-000/episode_000000.npz
-                              observation.images.<camera> (T,H,W,3) uint8, observation.state (T,D) float32,
-                              observation.points (T,N,3) float32 (optional), action (T,5) float32,
-                              reward (T,) float32, done (T,) bool, frame_index, episode_index, task_index (T,) int64,
-                              timestamp (T,) float32
-
-Frame ``t`` holds the observation the action ``t`` was taken in and the reward that followed.
-Every file is written to a temporary name and renamed into place; ``meta/`` is rewritten
-after each episode, so an interrupted recording leaves a readable dataset.
+Each frame holds what the policy saw and did: ``observation.images.<camera>``,
+``observation.state`` (the env's ``proprio``), optionally ``observation.points``, the
+``action`` taken, ``next.reward`` / ``next.done``, plus scenegen's ``scene_id`` and the
+privileged ``observation.environment_state``: the position and quaternion of every object
+in slots (goal subjects first, then goal targets, then the rest by id; unused slots are
+zeros, and ``meta/episodes``' ``object_ids`` names each episode's slots).
 """
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from collections import Counter
+from typing import Any
 
 import numpy as np
 
-from scenegen.errors import ConfigError, PackError
+from rl.data.reader import DemoDataset, Episode
+from rl.data.writer import DemoWriter, EpisodeRecord
+from scenegen.errors import ConfigError
 
-FORMAT = "scenegen-demos"
-VERSION = 1
-CHUNK_SIZE = 1000
-"""Episodes per ``data/chunk-XXX`` folder."""
+__all__ = ["DemoDataset", "DemoWriter", "Episode", "EpisodeRecord", "record_demos"]
 
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+POSE_FIELDS = ("x", "y", "z", "qx", "qy", "qz", "qw")
+EE_NAMES = ["ee_x", "ee_y", "ee_z", "ee_qx", "ee_qy", "ee_qz", "ee_qw", "gripper_width"]
 
 
-def frame_arrays(obs_list: list[dict], actions: list, rewards: list, episode_index: int, task_index: int,
-                 fps: float) -> dict[str, np.ndarray]:
-    """Stack one episode's observations, actions and rewards into the dataset's per-frame arrays."""
-    t = len(actions)
-    if not (len(obs_list) == t == len(rewards)) or t == 0:
-        raise ConfigError(f"an episode needs as many observations, actions and rewards (got {len(obs_list)}, "
-                          f"{t}, {len(rewards)}), and at least one step")
-    out: dict[str, np.ndarray] = {}
-    for key in obs_list[0]:
+def slot_order(scene: Any) -> list[str]:
+    """A scene's dynamic objects: goal subjects, goal targets, then the others by id."""
+    graph = scene.graph
+    support = graph.support_id
+    objects = sorted(o.id for o in graph.objects() if o.id != support)
+    first = [g.subject for g in graph.goals] + [g.object for g in graph.goals if g.object]
+    order = list(dict.fromkeys(n for n in first if n in objects))
+    return order + [n for n in objects if n not in order]
+
+
+class _PoseRecorder:
+    """Wraps an env: after each reset and step, keeps the object poses (the state the next action sees)."""
+
+    def __init__(self, env: Any, slots: int) -> None:
+        self.env, self.slots = env, slots
+        self.unwrapped = env
+        self.states: list[np.ndarray] = []
+        self.ids: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def _snap(self) -> None:
+        world = self.env.world
+        out = np.zeros(self.slots * 7, np.float32)
+        for i, n in enumerate(self.ids[: self.slots]):
+            p = world.pose(n)
+            out[7 * i: 7 * i + 7] = [*p.position, *p.orientation]
+        self.states.append(out)
+
+    def reset(self, **kw: Any) -> tuple[dict, dict]:
+        obs, info = self.env.reset(**kw)
+        self.ids = slot_order(self.env.world.scene)
+        self.states = []
+        self._snap()
+        return obs, info
+
+    def step(self, action: Any) -> tuple:
+        out = self.env.step(action)
+        self._snap()
+        return out
+
+
+def episode_record(rec: dict, states: list[np.ndarray], object_ids: list[str], seed: int | None) -> EpisodeRecord:
+    """The writer's record of one recorded rollout (:func:`scenegen.tasks.expert.rollout` with ``record=True``)."""
+    t = len(rec["actions"])
+    if t == 0:
+        raise ConfigError("an episode needs at least one step")
+    frames: dict[str, np.ndarray] = {}
+    for key in rec["obs"][0]:
         if key == "instruction":
             continue
-        arr = np.stack([np.asarray(o[key]) for o in obs_list])
+        arr = np.stack([np.asarray(o[key]) for o in rec["obs"]])
         if key == "proprio":
-            out["observation.state"] = arr.astype(np.float32)
+            frames["observation.state"] = arr.astype(np.float32)
         elif key == "points":
-            out["observation.points"] = arr.astype(np.float32)
+            frames["observation.points"] = arr.astype(np.float32)
         else:
-            out[f"observation.images.{key}"] = arr.astype(np.uint8)
-    out["action"] = np.asarray(actions, dtype=np.float32).reshape(t, -1)
-    out["reward"] = np.asarray(rewards, dtype=np.float32)
+            frames[f"observation.images.{key}"] = arr.astype(np.uint8)
+    frames["action"] = np.asarray(rec["actions"], dtype=np.float32).reshape(t, -1)
+    frames["next.reward"] = np.asarray(rec["rewards"], dtype=np.float32)
     done = np.zeros(t, dtype=bool)
     done[-1] = True
-    out["done"] = done
-    out["frame_index"] = np.arange(t, dtype=np.int64)
-    out["episode_index"] = np.full(t, episode_index, dtype=np.int64)
-    out["task_index"] = np.full(t, task_index, dtype=np.int64)
-    out["timestamp"] = (np.arange(t) / fps).astype(np.float32)
-    return out
+    frames["next.done"] = done
+    frames["observation.environment_state"] = np.stack(states[:t]).astype(np.float32)
+    frames["scene_id"] = np.asarray([str(rec.get("scene_id"))] * t, dtype=object)
+    return EpisodeRecord(frames, str(rec.get("instruction", "")), rec.get("scene_id"), seed, list(object_ids))
 
 
-class DemoWriter:
-    """Writes episodes into a new dataset folder.
+def feature_names(env: Any, slots: int) -> dict[str, list[str]]:
+    """``info.json`` names of the state, action and environment-state dimensions."""
+    from scenegen.sim.control import ACTION_MODES
+    from scenegen.sim.robots import get_robot
 
-    Raises:
-        PackError: ``out`` already holds a dataset and ``overwrite`` is False, or is a file.
-
-    """
-
-    def __init__(self, out: str | os.PathLike, fps: float, meta: dict | None = None, overwrite: bool = False) -> None:
-        self.root = Path(out)
-        if self.root.exists() and not self.root.is_dir():
-            raise PackError(f"{out} is a file; give a folder for the demonstrations")
-        if (self.root / "meta" / "info.json").exists() and not overwrite:
-            raise PackError(f"{out} already holds a demonstration dataset; pick another folder or overwrite it")
-        if overwrite and (self.root / "meta").is_dir():
-            import shutil
-
-            for sub in ("meta", "data"):
-                shutil.rmtree(self.root / sub, ignore_errors=True)
-        (self.root / "meta").mkdir(parents=True, exist_ok=True)
-        self.fps = float(fps)
-        self.meta = dict(meta or {})
-        self.episodes: list[dict] = []
-        self.tasks: dict[str, int] = {}
-        self.features: dict[str, dict] = {}
-        self.frames = 0
-        self.failures: dict[str, int] = {}
-
-    def add(self, rec: dict, seed: int | None = None) -> int:
-        """Save one recorded episode (from :func:`scenegen.tasks.expert.rollout`, ``record=True``); return its index."""
-        idx = len(self.episodes)
-        task = str(rec.get("instruction", ""))
-        task_index = self.tasks.setdefault(task, len(self.tasks))
-        arrays = frame_arrays(rec["obs"], rec["actions"], rec["rewards"], idx, task_index, self.fps)
-        rel = f"data/chunk-{idx // CHUNK_SIZE:03d}/episode_{idx:06d}.npz"
-        path = self.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez_compressed(tmp, **arrays)
-        os.replace(tmp, path)
-        for k, v in arrays.items():
-            self.features.setdefault(k, {"dtype": str(v.dtype), "shape": list(v.shape[1:])})
-        t = len(rec["actions"])
-        self.frames += t
-        self.episodes.append({"episode_index": idx, "scene_id": rec.get("scene_id"), "instruction": task,
-                              "task_index": task_index, "length": t, "seed": seed,
-                              "return": float(np.sum(rec["rewards"])), "file": rel})
-        self.write_meta()
-        return idx
-
-    def count_failure(self, reason: str) -> None:
-        """Count one failed (unsaved) episode by reason."""
-        self.failures[reason] = self.failures.get(reason, 0) + 1
-
-    def write_meta(self) -> None:
-        """Rewrite ``meta/`` (info, episodes, tasks)."""
-        info = {"format": FORMAT, "version": VERSION, "layout": "LeRobot-style folders, one .npz per episode",
-                "fps": self.fps, "total_episodes": len(self.episodes), "total_frames": self.frames,
-                "total_tasks": len(self.tasks), "chunk_size": CHUNK_SIZE, "features": self.features,
-                "failures": dict(sorted(self.failures.items())), **self.meta}
-        meta = self.root / "meta"
-        _atomic_write(meta / "info.json", json.dumps(info, indent=1, sort_keys=True))
-        _atomic_write(meta / "episodes.jsonl", "".join(json.dumps(e, sort_keys=True) + "\n" for e in self.episodes))
-        _atomic_write(meta / "tasks.jsonl", "".join(json.dumps({"task_index": i, "task": t}) + "\n"
-                                                     for t, i in sorted(self.tasks.items(), key=lambda kv: kv[1])))
+    spec = get_robot(env.scene.robot)
+    state = [*spec.arm_joints, *spec.finger_joints, *EE_NAMES]
+    a = int(env.action_space.shape[0])
+    action = list(ACTION_MODES.get(getattr(env.cfg, "action_mode", ""), ()))
+    action = action if len(action) == a else [f"a{i}" for i in range(a)]
+    envs = [f"slot{i}.{f}" for i in range(slots) for f in POSE_FIELDS]
+    return {"observation.state": state if len(state) == env.observation_space["proprio"].shape[0] else None,
+            "action": action, "observation.environment_state": envs}
 
 
-@dataclass
-class Episode:
-    """One demonstration read back."""
-
-    index: int
-    scene_id: str | None
-    instruction: str
-    observations: dict[str, np.ndarray]
-    """Observation key (``front``, ``wrist``, ``proprio``, ``points``) -> array over frames."""
-    actions: np.ndarray
-    rewards: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.actions)
+_WORKER: dict = {}
 
 
-class DemoDataset:
-    """Reads a dataset written by :class:`DemoWriter`: episodes, or (observation, action) pairs for BC.
+def _worker_init(pack: str, env_kw: dict, slots: int) -> None:
+    """A recording process: its own env, expert and pose recorder."""
+    from rl.envs import PickPlaceEnv
+    from scenegen.tasks.expert import ScriptedExpert
+
+    env = PickPlaceEnv(pack, **env_kw)
+    _WORKER.update(env=env, expert=ScriptedExpert(env), recorder=_PoseRecorder(env, slots))
+
+
+def _attempt(job: tuple[int, int, str]) -> tuple[int, str | None, EpisodeRecord | None]:
+    """One expert episode: ``(attempt, failure reason or None, record on success)``."""
+    from scenegen.tasks.expert import rollout
+
+    k, seed, scene_id = job
+    rec_env = _WORKER["recorder"]
+    result, rec = rollout(rec_env, _WORKER["expert"], seed=seed, options={"scene_id": scene_id}, record=True)
+    if not result.success:
+        return k, (result.failure or "failed").split(":")[0], None
+    return k, None, episode_record(rec, rec_env.states, rec_env.ids, seed)
+
+
+def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 128,
+                 cameras: tuple[str, ...] = ("front",), max_steps: int = 300, max_attempts: int | None = None,
+                 pointcloud: bool = False, randomize: bool = False, overwrite: bool = False,
+                 progress: bool = True, image_format: str = "video", episodes_per_file: int = 50,
+                 action_mode: str | None = None, workers: int = 1) -> dict:
+    """Record ``n`` successful expert episodes of the pack's scenes into a LeRobot v3.0 dataset at ``out``.
+
+    Episode attempt ``i`` resets with seed ``seed + i`` on scene ``i mod (number of scenes)``;
+    failed episodes are counted by reason (``meta/scenegen.json``), not saved. With ``workers > 1``
+    attempts run in that many processes and are written in attempt order: the same dataset.
+
+    Returns:
+        A summary: ``saved``, ``frames``, ``attempts``, ``failures`` (reason -> count), ``out``.
 
     Raises:
-        PackError: the folder is not a dataset of this format or version, or a file is missing.
+        ConfigError: bad counts or sizes, or fewer than ``n`` successes within ``max_attempts``.
+        PackError: the pack cannot be read.
 
     """
+    from dataclasses import asdict
 
-    def __init__(self, root: str | os.PathLike) -> None:
-        self.root = Path(root)
-        info_path = self.root / "meta" / "info.json"
-        if not info_path.is_file():
-            raise PackError(f"{root} has no meta/info.json: not a demonstration dataset; record one with "
-                            "`scenegen demos`")
-        try:
-            self.info = json.loads(info_path.read_text())
-            lines = (self.root / "meta" / "episodes.jsonl").read_text().splitlines()
-            self.episodes_meta = [json.loads(line) for line in lines if line.strip()]
-        except (OSError, json.JSONDecodeError) as exc:
-            raise PackError(f"{root}: unreadable metadata ({exc}); record the dataset again") from None
-        if self.info.get("format") != FORMAT or self.info.get("version") != VERSION:
-            raise PackError(f"{root}: format {self.info.get('format')!r} v{self.info.get('version')} is not "
-                            f"{FORMAT} v{VERSION}; record it again with this version")
+    from tqdm import tqdm
 
-    def __len__(self) -> int:
-        return len(self.episodes_meta)
+    from rl.envs import DRConfig, PickPlaceEnv
+    from scenegen.tasks.expert import ScriptedExpert
 
-    @property
-    def num_frames(self) -> int:
-        """Frames over every episode."""
-        return int(sum(e["length"] for e in self.episodes_meta))
+    if not (isinstance(n, int) and 1 <= n <= 1_000_000):
+        raise ConfigError(f"-n {n!r} must be an int in 1..1000000")
+    attempts_budget = max_attempts if max_attempts is not None else 3 * n + 5
+    if attempts_budget < n:
+        raise ConfigError(f"--max-attempts {attempts_budget} must be at least -n {n}")
+    if not (isinstance(workers, int) and 1 <= workers <= 256):
+        raise ConfigError(f"--workers {workers!r} must be an int in 1..256")
+    env_kw = dict(image_keys=tuple(cameras), image_size=image_size, max_episode_steps=max_steps,
+                  pointcloud=pointcloud, dr=DRConfig() if randomize else None)
+    if action_mode:
+        env_kw["action_mode"] = action_mode
+    env = PickPlaceEnv(pack, **env_kw)
+    ids = env.scene_ids
+    slots = max(len(slot_order(env.source.scene(s))) for s in ids)
+    env_cfg = {k: v for k, v in asdict(env.cfg).items() if k not in ("world", "dr")}
+    meta = {"pack": getattr(env.source, "root", None) and str(env.source.root),
+            "pack_content_hash": getattr(env.source, "content_hash", None), "seed": seed,
+            "env_config": env_cfg, "randomized": bool(randomize), "environment_state_slots": slots,
+            "action_space": {"shape": list(env.action_space.shape), "low": float(np.min(env.action_space.low)),
+                             "high": float(np.max(env.action_space.high))}}
+    recorder = _PoseRecorder(env, slots)
+    env.reset(seed=seed, options={"scene_id": ids[0]})
+    writer = DemoWriter(out, env.cfg.control_hz, robot_type=env.source.scene(ids[0]).robot, meta=meta,
+                        names=feature_names(env, slots), image_format=image_format,
+                        episodes_per_file=episodes_per_file, overwrite=overwrite)
+    jobs = ((k, seed + k, ids[k % len(ids)]) for k in range(attempts_budget))
+    pool = None
+    if workers > 1:
+        import multiprocessing as mp
 
-    def __getitem__(self, i: int) -> Episode:
-        meta = self.episodes_meta[i]
-        rel = Path(meta["file"])
-        if rel.is_absolute() or ".." in rel.parts:
-            raise PackError(f"{self.root}: episode file {rel} points outside the dataset; do not use it")
-        path = self.root / rel
-        if not path.is_file():
-            raise PackError(f"{self.root}: episode file {rel} is missing; record the dataset again")
-        with np.load(path) as z:
-            data = {k: z[k] for k in z.files}
-        obs: dict[str, np.ndarray] = {}
-        for k, v in data.items():
-            if k.startswith("observation.images."):
-                obs[k.split(".", 2)[2]] = v
-            elif k == "observation.state":
-                obs["proprio"] = v
-            elif k == "observation.points":
-                obs["points"] = v
-        return Episode(int(meta["episode_index"]), meta.get("scene_id"), meta.get("instruction", ""), obs,
-                       data["action"], data["reward"])
-
-    def __iter__(self) -> Iterator[Episode]:
-        for i in range(len(self)):
-            yield self[i]
-
-    def pairs(self) -> Iterator[tuple[dict, np.ndarray]]:
-        """Every ``(observation, action)`` pair, episode by episode (observations include the instruction)."""
-        for ep in self:
-            for t in range(len(ep)):
-                obs = {k: v[t] for k, v in ep.observations.items()}
-                obs["instruction"] = ep.instruction
-                yield obs, ep.actions[t]
+        env.close()
+        pool = mp.get_context("spawn").Pool(workers, _worker_init, (str(pack), env_kw, slots))
+        results = pool.imap(_attempt, jobs, chunksize=1)
+    else:
+        _WORKER.update(env=env, expert=ScriptedExpert(env), recorder=recorder)
+        results = map(_attempt, jobs)
+    failures: Counter = Counter()
+    attempts = 0
+    bar = tqdm(total=n, desc="demos", unit="ep", disable=not progress)
+    try:
+        for _, reason, record in results:
+            attempts += 1
+            if record is not None:
+                writer.add(record)
+                bar.update(1)
+            else:
+                failures[reason] += 1
+                writer.count_failure(reason)
+            bar.set_postfix(failed=sum(failures.values()))
+            if writer.num_episodes >= n:
+                break
+    finally:
+        bar.close()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        _WORKER.clear()
+        writer.meta["attempts"] = attempts
+        writer.close()
+        env.close()
+    saved = writer.num_episodes
+    summary = {"saved": saved, "frames": writer.frames, "attempts": attempts, "failures": dict(failures),
+               "out": str(writer.root)}
+    if saved < n:
+        top = ", ".join(f"{k} x{v}" for k, v in failures.most_common(3))
+        raise ConfigError(f"only {saved}/{n} successful episodes in {attempts} attempts ({top}); "
+                          f"the {saved} saved are in {out}; raise --max-attempts or check the pack")
+    return summary

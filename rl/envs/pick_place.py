@@ -7,8 +7,13 @@ without gymnasium); this module adds the gymnasium spaces, seeding, domain rando
 
 Observation (a ``Dict``): one ``uint8`` HxWx3 image per name in ``image_keys``
 (``front``, ``wrist``), ``proprio`` (float32: arm and finger joint positions, end-effector
-position and quaternion, gripper width), ``instruction`` (text) and, optionally,
+position and quaternion, gripper width), ``instruction`` (text: one of the scene's paraphrases,
+drawn per episode) and, optionally,
 ``points`` (float32 Nx3 world-frame point cloud from the front depth).
+
+Action (``action_space``): ``Box(-1, 1, (7,))`` ``(dx, dy, dz, droll, dpitch, dyaw, gripper)`` by
+default (``action_mode="ee7"``), ``Box(-1, 1, (5,))`` ``(dx, dy, dz, dyaw, gripper)`` with
+``action_mode="ee5"`` (see :mod:`scenegen.sim.control` and ``docs/rl.md``).
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ class PickPlaceEnv(gym.Env):
         self.scene_ids = self.episode.scene_ids
         self.cache = self.episode.cache
         self.observation_space = observation_space(self.cfg, self.episode.n_joints)
-        self.action_space = gym.spaces.Box(-1.0, 1.0, (TaskEpisode.action_dim,), np.float32)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (self.episode.action_dim,), np.float32)
         self.metadata = {**self.metadata, "render_fps": int(round(self.cfg.control_hz))}
         self._viewer: Renderer | None = None
 

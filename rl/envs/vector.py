@@ -20,17 +20,20 @@ from scenegen.tasks.worlds import SceneSource, as_source, source_path
 MODES = ("async", "sync")
 
 
-def _factory(pack: Any, config: EnvConfig) -> Callable[[], gym.Env]:
+def _factory(pack: Any, config: EnvConfig, wrapper: Callable[[gym.Env], gym.Env] | None) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
         from rl.envs.pick_place import PickPlaceEnv
 
-        return PickPlaceEnv(pack, config)
+        env = PickPlaceEnv(pack, config)
+        return env if wrapper is None else wrapper(env)
 
     return make
 
 
 def make_vec(pack: str | os.PathLike | SceneSource, num_envs: int, *, mode: str = "async",
-             config: EnvConfig | None = None, context: str | None = None, **overrides: Any) -> gym.vector.VectorEnv:
+             config: EnvConfig | None = None, context: str | None = None,
+             wrapper: Callable[[gym.Env], gym.Env] | None = None, autoreset_mode: str = "NextStep",
+             **overrides: Any) -> gym.vector.VectorEnv:
     """A vector of ``num_envs`` :class:`~rl.envs.pick_place.PickPlaceEnv` over one pack.
 
     Args:
@@ -39,6 +42,8 @@ def make_vec(pack: str | os.PathLike | SceneSource, num_envs: int, *, mode: str 
         mode: ``async`` (one process each, gymnasium's AsyncVectorEnv) or ``sync`` (in this process).
         config: environment settings shared by every sub-environment.
         context: multiprocessing start method for ``async`` (None: the platform default).
+        wrapper: applied to each sub-environment (e.g. :class:`rl.rollout.ChunkEnv`); picklable for ``async``.
+        autoreset_mode: gymnasium's ``NextStep`` (default) or ``SameStep`` (the final observation in ``info``).
         **overrides: :class:`~rl.envs.config.EnvConfig` fields.
 
     Raises:
@@ -57,6 +62,7 @@ def make_vec(pack: str | os.PathLike | SceneSource, num_envs: int, *, mode: str 
             raise ConfigError("mode='async' needs a pack folder (sub-processes reopen it); use mode='sync' "
                               "for an in-memory SceneSet")
         # observations travel through pipes: gymnasium 1.x reads Text spaces back wrong from shared memory
-        return gym.vector.AsyncVectorEnv([_factory(path, cfg) for _ in range(num_envs)], context=context,
-                                         shared_memory=False)
-    return gym.vector.SyncVectorEnv([_factory(src, cfg) for _ in range(num_envs)])
+        return gym.vector.AsyncVectorEnv([_factory(path, cfg, wrapper) for _ in range(num_envs)], context=context,
+                                         shared_memory=False, autoreset_mode=autoreset_mode)
+    return gym.vector.SyncVectorEnv([_factory(src, cfg, wrapper) for _ in range(num_envs)],
+                                    autoreset_mode=autoreset_mode)

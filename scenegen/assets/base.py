@@ -12,8 +12,11 @@ Files in an asset folder::
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from scenegen.errors import AssetError
 
@@ -66,6 +69,9 @@ class Asset:
     """Grasp hints for the expert and QA: ``{"mode": "top"|"side", "width": m, "height": m}``."""
     path: Path | None = None
     """Folder holding the files (not serialised)."""
+    files: dict[str, str] | None = field(default=None, compare=False, repr=False)
+    """Relative path -> sha256 of the asset's files as its pack's manifest lists them (set when the asset is
+    read from a pack, None otherwise; not serialised). Exporters copy exactly these files."""
 
     def file(self, rel: str) -> Path:
         """Absolute path of a file of this asset."""
@@ -82,33 +88,141 @@ class Asset:
         """Return a JSON-ready dict (without the folder path)."""
         d = asdict(self)
         d.pop("path")
+        d.pop("files")
         d["schema_version"] = ASSET_SCHEMA_VERSION
         return d
 
     @classmethod
-    def from_dict(cls, data: dict, path: Path | None = None) -> Asset:
-        """Rebuild from :meth:`to_dict` output."""
+    def from_dict(cls, data: Any, path: Path | None = None) -> Asset:
+        """Rebuild from :meth:`to_dict` output, checking every field's type and range.
+
+        Raises:
+            AssetError: ``asset.json field <name> ...`` for the first missing, unknown or bad field.
+
+        """
+        if not isinstance(data, dict):
+            raise AssetError(f"asset.json must be a JSON object, not {type(data).__name__}; regenerate the asset")
         data = dict(data)
-        data.pop("schema_version", None)
-        try:
-            a = cls(**data)
-        except TypeError as exc:
-            raise AssetError(f"asset.json is malformed ({exc}); regenerate the asset") from None
-        a.extents = tuple(a.extents)
-        a.com = tuple(a.com)
-        a.inertia = tuple(tuple(r) for r in a.inertia)
-        a.rgba = tuple(a.rgba)
+        version = data.pop("schema_version", ASSET_SCHEMA_VERSION)
+        if version != ASSET_SCHEMA_VERSION:
+            _bad("schema_version", version, f"{ASSET_SCHEMA_VERSION} (this scenegen's version)")
+        known = {f.name for f in fields(cls)} - {"path", "files"}
+        unknown = sorted(str(k) for k in set(data) - known)
+        if unknown:
+            raise AssetError(f"asset.json field {unknown[0]!r} is not an Asset field; regenerate the asset")
+        missing = [f.name for f in fields(cls) if f.name in _REQUIRED and f.name not in data]
+        if missing:
+            raise AssetError(f"asset.json field {missing[0]!r} is missing; regenerate the asset")
+        for name, check in _CHECKS.items():
+            if name in data:
+                data[name] = check(name, data[name])
+        a = cls(**data)
         a.path = path
         return a
 
     @classmethod
     def load(cls, folder: str | Path) -> Asset:
-        """Load an asset from its folder (reads ``asset.json``)."""
+        """Load an asset from its folder (reads and checks ``asset.json``).
+
+        Raises:
+            AssetError: the file is missing, unreadable, not UTF-8 JSON, or a field is bad (named).
+
+        """
         folder = Path(folder)
         f = folder / "asset.json"
         if not f.is_file():
             raise AssetError(f"no asset.json in {folder}; regenerate the asset")
         try:
-            return cls.from_dict(json.loads(f.read_text()), folder)
-        except json.JSONDecodeError as exc:
-            raise AssetError(f"{f} is not valid JSON ({exc}); regenerate the asset") from None
+            data = json.loads(f.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError:
+            raise AssetError(f"{f} is not UTF-8 text; regenerate the asset") from None
+        except (OSError, ValueError, RecursionError) as exc:
+            raise AssetError(f"{f} is not valid JSON ({str(exc)[:120]}); regenerate the asset") from None
+        try:
+            return cls.from_dict(data, folder)
+        except AssetError as exc:
+            raise AssetError(f"{f}: {exc.one_line()}") from None
+
+
+def _bad(name: str, value: Any, what: str) -> None:
+    text = repr(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    raise AssetError(f"asset.json field {name!r} = {text} must be {what}; regenerate the asset")
+
+
+def _text(name: str, v: Any) -> str:
+    if not isinstance(v, str) or not 0 < len(v) <= 256:
+        _bad(name, v, "a non-empty string")
+    return v
+
+
+def _rel(name: str, v: Any) -> str:
+    parts = v.split("/") if isinstance(v, str) else []
+    if not parts or any(p in ("", ".", "..") for p in parts) or any(c in v for c in "\\:\0") or len(v) > 256:
+        _bad(name, v, "a relative path inside the asset folder")
+    return v
+
+
+def _number(name: str, v: Any, low: float = -math.inf, high: float = math.inf) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not low <= v <= high:
+        _bad(name, v, f"a finite number in [{low:g}, {high:g}]")
+    return v
+
+
+def _vector(n: int, low: float, high: float) -> Callable[[str, Any], tuple]:
+    def check(name: str, v: Any) -> tuple:
+        if not isinstance(v, (list, tuple)) or len(v) != n:
+            _bad(name, v, f"a list of {n} numbers")
+        return tuple(_number(f"{name}[{i}]", x, low, high) for i, x in enumerate(v))
+    return check
+
+
+def _inertia(name: str, v: Any) -> tuple:
+    if not isinstance(v, (list, tuple)) or len(v) != 3:
+        _bad(name, v, "a 3x3 matrix")
+    return tuple(_vector(3, -1e6, 1e6)(f"{name}[{i}]", row) for i, row in enumerate(v))
+
+
+def _mapping(name: str, v: Any) -> dict:
+    if not isinstance(v, dict):
+        _bad(name, v, "a JSON object")
+    return v
+
+
+def _grasp(name: str, v: Any) -> dict:
+    for k, x in _mapping(name, v).items():
+        if not isinstance(x, str):
+            _number(f"{name}.{k}", x, -100.0, 100.0)
+    return v
+
+
+def _count(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**31:
+        _bad(name, v, "a non-negative integer")
+    return v
+
+
+def _seed(name: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        _bad(name, v, "an integer")
+    return v
+
+
+def _parts(name: str, v: Any) -> list:
+    if not isinstance(v, list) or len(v) > 4096:
+        _bad(name, v, "a list of relative paths")
+    return [_rel(f"{name}[{i}]", x) for i, x in enumerate(v)]
+
+
+_REQUIRED = {"id", "category", "source", "seed", "attributes", "params", "extents", "mass", "com", "inertia",
+             "friction", "restitution", "rgba", "collision_method"}
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "id": _text, "category": _text, "source": _text, "collision_method": _text, "seed": _seed,
+    "attributes": _mapping, "params": _mapping, "grasp": _grasp,
+    "extents": _vector(3, 1e-6, 100.0), "com": _vector(3, -100.0, 100.0), "inertia": _inertia,
+    "rgba": _vector(4, 0.0, 1.0), "mass": lambda n, v: _number(n, v, 1e-9, 1e6),
+    "friction": lambda n, v: _number(n, v, 0.0, 100.0), "restitution": lambda n, v: _number(n, v, 0.0, 1.0),
+    "volume": lambda n, v: _number(n, v, 0.0, 1e6), "visual_faces": _count,
+    "visual": _rel, "urdf": _rel, "collision": _parts,
+}
+"""Field name -> check returning the clean value (tuples for vectors) or raising AssetError."""

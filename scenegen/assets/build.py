@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -91,11 +92,27 @@ def _geometry(mesh: trimesh.Trimesh) -> trimesh.Trimesh:
     return trimesh.Trimesh(np.asarray(mesh.vertices, dtype=np.float64), np.asarray(mesh.faces), process=True)
 
 
+def _shifted(parts: Callable[[float], list[trimesh.Trimesh]] | None,
+             shift: np.ndarray) -> Callable[[float], list[trimesh.Trimesh]] | None:
+    """A builder's parts moved like its mesh into the asset frame."""
+    if parts is None or not np.any(shift):
+        return parts
+
+    def moved(tol: float) -> list[trimesh.Trimesh]:
+        out = parts(tol)
+        for p in out:
+            p.apply_translation(shift)
+        return out
+
+    return moved
+
+
 def finalize_asset(pm: ProceduralMesh, category: Category | str, source: str, seed: int,
                    attributes: dict | None, *, asset_id: str, out_dir: str | os.PathLike,
                    collision: CollisionConfig | None = None, cache_dir: str | os.PathLike | None = None,
                    catalog: Catalog | None = None, max_faces: int | None = None,
-                   timings: dict | None = None) -> Asset:
+                   timings: dict | None = None,
+                   shape: Callable[[], trimesh.Trimesh | None] | None = None) -> Asset:
     """Compute physics and collision for a mesh and write its asset folder.
 
     Args:
@@ -111,6 +128,8 @@ def finalize_asset(pm: ProceduralMesh, category: Category | str, source: str, se
         catalog: catalog (default: :func:`load_catalog`).
         max_faces: triangle budget; a larger visual mesh logs a warning.
         timings: when given, filled with seconds per stage (``mesh`` is not included).
+        shape: the same shape drawn without a size class or scale (its geometry, asset frame), which
+            a CoACD decomposition is made from once for every size (None: this mesh).
 
     Returns:
         The :class:`Asset`, with ``path`` set to ``out_dir``.
@@ -121,7 +140,7 @@ def finalize_asset(pm: ProceduralMesh, category: Category | str, source: str, se
     attrs = dict(attributes or {})
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    t = {"physics": 0.0, "collision": 0.0, "coacd": 0.0, "files": 0.0}
+    t = {"physics": 0.0, "collision": 0.0, "coacd": 0.0, "direct": 0.0, "files": 0.0}
     t0 = time.perf_counter()
     mesh, shift = _to_frame(pm.mesh, cat.name)
     geom = _geometry(mesh)
@@ -133,9 +152,11 @@ def finalize_asset(pm: ProceduralMesh, category: Category | str, source: str, se
     t1 = time.perf_counter()
     t["physics"] = t1 - t0
     col = build_collision(geom, collision, primitive=pm.primitive, cavity=pm.cavity,
-                          cache_dir=cache_dir, name=cat.name)
+                          cache_dir=cache_dir, name=cat.name, parts=_shifted(pm.parts, shift), shape=shape)
     t2 = time.perf_counter()
-    t["collision"], t["coacd"] = t2 - t1, col.seconds
+    t["collision"] = t2 - t1
+    if col.method in ("coacd", "direct"):
+        t[col.method] = col.seconds
 
     rgba = asset_rgba(cat, attrs, catalog)
     files = write_visual(mesh, out, rgba)
@@ -207,6 +228,14 @@ def generate_asset(category: str, seed: int = 0, attributes: dict | None = None,
     material = catalog.materials[attrs.get("material", cat.material)]
     key = asset_key(cat, "procedural", seed, attrs, collision=config, max_faces=max_faces,
                     generator_version=GENERATOR_VERSION, material=material)
+    def shape() -> trimesh.Trimesh | None:
+        # the same instance without a size class or scale: one CoACD decomposition for all its sizes
+        unsized = {k: v for k, v in attrs.items() if k not in ("size", "scale")}
+        if unsized == attrs:
+            return None
+        pm0 = build_mesh(cat, np.random.default_rng(seed), unsized, max_faces)
+        return _geometry(_to_frame(pm0.mesh, cat.name)[0])
+
     def build(folder: Path) -> Asset:
         tm = time.perf_counter()
         pm = build_mesh(cat, np.random.default_rng(seed), attrs, max_faces)
@@ -214,6 +243,6 @@ def generate_asset(category: str, seed: int = 0, attributes: dict | None = None,
             timings["mesh"] = time.perf_counter() - tm
         return finalize_asset(pm, cat, "procedural", seed, attrs, asset_id=key, out_dir=folder,
                               collision=config, cache_dir=cache_dir, catalog=catalog,
-                              max_faces=max_faces, timings=timings)
+                              max_faces=max_faces, timings=timings, shape=shape)
 
     return fetch_or_build(key, build, cache_dir, timings)

@@ -27,7 +27,7 @@ from scenegen.fileio import content_hash, publish_dir
 
 log = logging.getLogger(__name__)
 
-PIPELINE_VERSION = "1"
+PIPELINE_VERSION = "2"
 """Bump when finalisation (physics, collision, files, URDF) changes its output."""
 DEFAULT_ROOT = Path("~/.cache/scenegen/assets")
 """Cache root used when neither an argument nor ``SCENEGEN_CACHE`` names one."""

@@ -61,10 +61,16 @@ def write_graphs(graphs: list[SceneGraph], out: Path, force: bool = False) -> li
     so a crash never leaves a half-written folder.
 
     Raises:
-        ConfigError: ``out`` exists and is not an empty folder (and ``force`` is off).
+        ConfigError: ``out`` exists and is not an empty folder (and ``force`` is off), or cannot be written.
 
     """
-    out = Path(out)
+    try:
+        return _write_graphs(graphs, Path(out), force)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the graphs to {out} ({exc.strerror or exc}); choose another -o") from None
+
+
+def _write_graphs(graphs: list[SceneGraph], out: Path, force: bool) -> list[Path]:
     if out.exists() and not out.is_dir():
         raise ConfigError(f"output path {out} is a file; give a folder")
     if out.is_dir() and any(out.iterdir()) and not force:

@@ -18,6 +18,8 @@ MAX_COUNT = 20
 """Largest count of one kind of object a prompt may ask for."""
 MAX_CLUTTER = 30
 """Largest number of distractors a prompt may ask for."""
+MAX_PROMPT_CHARS = 2000
+"""Longest prompt any designer accepts (longer ones are refused before any parsing or request)."""
 
 NUMBERS: dict[str, int] = {
     w: i for i, w in enumerate(
@@ -156,10 +158,12 @@ DANGLING_SIDES: tuple[tuple[tuple[str, ...], str], ...] = tuple(sorted(
 GROUPS: dict[str, tuple[str, ...]] = {
     "fruit": ("fruit",), "fruits": ("fruit",), "vegetable": ("vegetable",), "vegetables": ("vegetable",),
     "veggies": ("vegetable",), "veg": ("vegetable",), "produce": ("fruit", "vegetable"),
-    "food": ("fruit", "vegetable"), "groceries": ("fruit", "vegetable", "bottles_cans"),
+    "food": ("fruit", "vegetable", "food"), "groceries": ("fruit", "vegetable", "food", "bottles_cans"),
     "tool": ("tools",), "tools": ("tools",), "toy": ("toys",), "toys": ("toys",),
-    "kitchenware": ("kitchenware",), "utensils": ("spoon", "fork", "spatula"),
-    "cutlery": ("spoon", "fork"), "silverware": ("spoon", "fork"), "hardware": ("hardware",),
+    "kitchenware": ("kitchenware",), "utensils": ("spoon", "fork", "spatula", "knife"),
+    "cutlery": ("spoon", "fork", "knife"), "silverware": ("spoon", "fork", "knife"), "hardware": ("hardware",),
+    "electronics": ("electronics",), "gadgets": ("electronics",), "devices": ("electronics",),
+    "stationery": ("office",),
     "parts": ("hardware",), "fasteners": ("hardware",), "drinks": ("bottles_cans",),
     "beverages": ("bottles_cans",),
 }
@@ -249,15 +253,30 @@ def _extract_one(text: str) -> tuple[str, int | None]:
     return text, None
 
 
+def check_prompt_length(prompt: str) -> str:
+    """Return ``prompt`` if it is at most :data:`MAX_PROMPT_CHARS` long (every designer calls this first).
+
+    Raises:
+        PromptError: the prompt is longer (a task is a sentence or two, not a document).
+
+    """
+    if isinstance(prompt, str) and len(prompt) > MAX_PROMPT_CHARS:
+        raise PromptError(f"the prompt is {len(prompt)} characters long; at most {MAX_PROMPT_CHARS} are supported. "
+                          "Describe one task in a sentence or two, e.g. 'put the banana in the bowl'")
+    return prompt
+
+
 def tokenize(prompt: str) -> tuple[list[str], int | None]:
     """Normalise a prompt into tokens (politeness and fillers removed) and a clutter count.
 
     Raises:
-        PromptError: the prompt is empty or its clutter request is unreadable.
+        PromptError: the prompt is empty, longer than :data:`MAX_PROMPT_CHARS`, or its clutter
+            request is unreadable.
 
     """
     if not isinstance(prompt, str) or not prompt.strip():
         raise PromptError("the prompt is empty; describe a task, e.g. 'put the banana in the bowl'")
+    check_prompt_length(prompt)
     text, clutter = extract_clutter(normalize(prompt))
     words = text.split()
     out: list[str] = []

@@ -338,6 +338,9 @@ class Parser:
             self.i += 1
             return
         if noun and (noun[0] > 1 or w not in lx.GROUPS):
+            if self._noun_at(self.i + noun[0]) and self.t[self.i + noun[0]] not in lx.VERBS:
+                self.i += noun[0]  # a noun used as a modifier ("the toolbox bin"): the last noun is the head
+                return self._head(p, start)
             n, p.category, p.plural = noun
             head = " ".join(self.t[self.i:self.i + n])
             p.noun = self.singular.get(head, head) if p.plural else head

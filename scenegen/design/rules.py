@@ -25,6 +25,9 @@ from scenegen.design.builder import Builder
 from scenegen.design.parser import Parser
 from scenegen.errors import PromptError
 from scenegen.graph import SceneGraph
+from scenegen.graph_schema import schema_error
+
+_LISTS = ("objects", "relations", "goals")
 
 
 def parse(prompt: str, catalog: Catalog | None = None) -> SceneGraph:
@@ -52,7 +55,27 @@ def parse(prompt: str, catalog: Catalog | None = None) -> SceneGraph:
     b = Builder(prompt, cat)
     for k, c in enumerate(clauses):
         b.clause(c, clauses[k - 1] if k else None)
-    return b.finish(clutter)
+    return check_schema(b.finish(clutter))
+
+
+def check_schema(graph: SceneGraph) -> SceneGraph:
+    """Return ``graph`` if its JSON matches the graph schema, so every designed graph can be stored and reloaded.
+
+    Raises:
+        PromptError: naming what the schema refuses, e.g. ``80 goals where a scene graph holds at most 64``.
+
+    """
+    err = schema_error(graph.to_dict())
+    if err is None:
+        return graph
+    path = list(err.absolute_path)
+    limit = err.validator_value if err.validator == "maxItems" else None
+    if len(path) == 1 and path[0] in _LISTS and limit is not None:
+        raise PromptError(f"the prompt asks for {len(err.instance)} {path[0]} where a scene graph holds at most "
+                          f"{limit}; ask for fewer objects or split the task into several prompts")
+    where = "/".join(str(p) for p in path) or "<root>"
+    raise PromptError(f"the designed scene graph does not match the schema at {where}: {err.message[:200]}; "
+                      "simplify the prompt")
 
 
 class RulesDesigner:
@@ -75,5 +98,6 @@ class RulesDesigner:
         base = parse(prompt, self.catalog)
         out = variants(base, n, seed, catalog=self.catalog)
         for g in out:
+            check_schema(g)  # distractors may push a large base graph over the schema's limits
             g.meta["designer"] = self.name
         return out

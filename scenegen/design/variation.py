@@ -4,7 +4,8 @@ A variant keeps the task (objects the instruction names, their categories, place
 states and goals) and varies everything else: the number and categories of
 distractors, colours (within the category's colours unless the prompt fixed them),
 size class and scale, per-instance shape parameters (``instance_seed``) and the table
-(colour, size). A distractor never shares a category with an object the instruction
+(colour, size). Each variant carries several instructions: the prompt and paraphrases of it
+(:mod:`scenegen.design.paraphrase`). A distractor never shares a category with an object the instruction
 names (nor with a group word's categories: "sort the fruit" gets no fruit
 distractor), so the instruction stays unambiguous. Randomness comes from a numpy
 Generator seeded by SHA-256 of the base graph's content hash and the seed, so the same
@@ -19,6 +20,7 @@ import hashlib
 import numpy as np
 
 from scenegen.catalog import Catalog, Category, load_catalog
+from scenegen.design.paraphrase import DEFAULT_COUNT, MAX_COUNT, paraphrases
 from scenegen.errors import ConfigError, PromptError
 from scenegen.graph import SceneGraph
 
@@ -112,7 +114,7 @@ def _add_distractors(g: SceneGraph, cat: Catalog, rng: np.random.Generator, k: i
 
 
 def variants(base: SceneGraph, n: int, seed: int, catalog: Catalog | None = None,
-             clutter: int | None = None) -> list[SceneGraph]:
+             clutter: int | None = None, instructions: int = DEFAULT_COUNT) -> list[SceneGraph]:
     """Return ``n`` valid variants of ``base`` with distinct content hashes.
 
     Args:
@@ -121,9 +123,12 @@ def variants(base: SceneGraph, n: int, seed: int, catalog: Catalog | None = None
         seed: Seed; the same base and seed always give the same graphs.
         catalog: The object catalog (default: :func:`scenegen.catalog.load_catalog`).
         clutter: Distractors per variant; default ``base.meta["clutter"]``, else 1-3 at random.
+        instructions: Instructions per variant, the prompt's own included (see
+            :func:`scenegen.design.paraphrase.paraphrases`); 1 keeps the prompt alone.
 
     Returns:
-        ``n`` validated graphs; ``meta`` gains ``variant`` (index) and ``seed``.
+        ``n`` validated graphs; ``meta`` gains ``variant`` (index) and ``seed``; ``instructions``
+        holds the prompt and its paraphrases.
 
     Raises:
         ConfigError: ``n`` or ``clutter`` is out of range.
@@ -140,6 +145,9 @@ def variants(base: SceneGraph, n: int, seed: int, catalog: Catalog | None = None
     if clutter is not None and (isinstance(clutter, bool) or not isinstance(clutter, (int, np.integer))
                                 or not 0 <= clutter <= MAX_DISTRACTORS):
         raise ConfigError(f"clutter must be an integer in 0..{MAX_DISTRACTORS}, got {clutter!r}")
+    if isinstance(instructions, bool) or not isinstance(instructions, (int, np.integer)) \
+            or not 1 <= instructions <= MAX_COUNT:
+        raise ConfigError(f"instructions must be an integer in 1..{MAX_COUNT}, got {instructions!r}")
     cat = catalog or load_catalog()
     base.check(cat)
     rng = _rng(base, seed)
@@ -158,6 +166,7 @@ def variants(base: SceneGraph, n: int, seed: int, catalog: Catalog | None = None
             continue
         g.check(cat)
         seen.add(h)
+        g.instructions = paraphrases(g, rng, instructions, cat)
         g.meta = {**copy.deepcopy(base.meta), "variant": len(out), "seed": int(seed)}
         out.append(g)
     if len(out) < n:

@@ -12,7 +12,6 @@ and every path written inside the main file is relative to the main file's folde
 from __future__ import annotations
 
 import re
-import shutil
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,7 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from scenegen.assets.base import Asset
-from scenegen.errors import ExportError
+from scenegen.errors import ExportError, PackError
+from scenegen.fileio import write_file
+from scenegen.pack.format import folder_files, regular_file, safe_path, sha256_bytes
 from scenegen.rotations import quat_matrix, rpy_to_matrix
 from scenegen.scene import Pose, Scene
 
@@ -100,17 +101,73 @@ def prepare_out_dir(out_dir: str | Path) -> Path:
 
 
 def copy_assets(objects: list[ExportObject], out_dir: Path) -> None:
-    """Copy each distinct asset folder to ``out_dir/assets/<asset_id>/``."""
+    """Copy each distinct asset's files to ``out_dir/assets/<asset_id>/``, as regular files.
+
+    Only the files the asset's pack manifest lists are copied (``Asset.files``; for an asset not
+    read from a pack, the regular files of its folder), each read as a regular file inside the
+    asset folder (no symbolic link anywhere on its path) and, for a pack asset, only after its
+    sha256 matches the manifest. Nothing is written through a link in the output folder either.
+
+    Raises:
+        ExportError: a listed file is missing, is a link or not a regular file, or differs from the manifest.
+
+    """
     done: set[str] = set()
     for o in objects:
         if o.asset.id in done:
             continue
         done.add(o.asset.id)
-        dst = out_dir / o.asset_rel
-        src = Path(o.asset.path)  # type: ignore[arg-type]
-        if dst.resolve() == src.resolve():
+        src = Path(o.asset.path).resolve()  # type: ignore[arg-type]
+        if (out_dir / o.asset_rel).resolve() == src:
             continue
-        shutil.copytree(src, dst, dirs_exist_ok=True)
+        for rel, expected in sorted(_asset_files(o.asset, src).items()):
+            copy_file(src, rel, expected, out_dir.resolve(), f"{o.asset_rel}/{rel}", what=f"asset {o.asset.id[:12]}")
+
+
+def _asset_files(asset: Asset, src: Path) -> dict[str, str | None]:
+    if asset.files is not None:
+        return dict(asset.files)
+    try:
+        return {rel: None for rel, _ in folder_files(src)}
+    except PackError as exc:
+        raise ExportError(f"asset {asset.id[:12]} cannot be exported: {exc.one_line()}") from None
+
+
+def copy_file(src_root: Path, rel: str, expected: str | None, dst_root: Path, dst_rel: str, *, what: str) -> Path:
+    """Copy the regular file ``src_root/rel`` to ``dst_root/dst_rel`` as a new regular file, checking its sha256.
+
+    Args:
+        src_root: Resolved folder the file must lie in (no link on the way is followed).
+        rel: Its POSIX path relative to ``src_root``.
+        expected: The sha256 it must have (None: not checked).
+        dst_root: Resolved output folder; ``dst_rel`` must stay inside it without links.
+        dst_rel: POSIX path of the copy relative to ``dst_root``.
+        what: Names the owner of the file in errors.
+
+    Raises:
+        ExportError: the source is missing, a link, not a regular file or of another hash; the target is unsafe.
+
+    """
+    try:
+        data = regular_file(safe_path(src_root, rel, f"{what} file"), f"{what} file {rel}").read_bytes()
+        target = safe_path(dst_root, dst_rel, "export file")
+    except FileNotFoundError:
+        raise ExportError(f"{what} file {rel} is missing; run `scenegen info PACK --verify` and regenerate "
+                          "the pack") from None
+    except PackError as exc:
+        raise ExportError(f"{what} cannot be exported: {exc.one_line()}") from None
+    if expected is not None and sha256_bytes(data) != expected:
+        raise ExportError(f"{what} file {rel} differs from the pack's manifest (sha256 {sha256_bytes(data)[:12]}, "
+                          f"manifest says {expected[:12]}); the pack was changed after it was written: run "
+                          "`scenegen info PACK --verify` and regenerate it")
+    if target.exists() and not target.is_file():
+        raise ExportError(f"cannot write {target}: something other than a file is there; pick another -o DIR")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_file(target, data)
+    except OSError as exc:
+        raise ExportError(f"cannot write {target} ({exc.strerror}); pick another -o DIR") from None
+    return target
 
 
 def pose_matrix(pose: Pose) -> np.ndarray:

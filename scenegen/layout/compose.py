@@ -1,4 +1,4 @@
-"""Compose a Scene from a graph and its assets: layout, robot, cameras and lights.
+"""Compose a Scene from a graph and its assets: layout, robot, cameras (framing the task zone) and lights.
 
 :func:`build_scene` is what the pipeline calls per graph; it returns an unsettled
 :class:`~scenegen.scene.Scene` whose ``id`` is its :meth:`~scenegen.scene.Scene.compute_id`.
@@ -16,7 +16,7 @@ from scenegen.graph import SceneGraph
 from scenegen.layout.config import LayoutConfig
 from scenegen.layout.solver import solve_layout
 from scenegen.scene import Light, Scene
-from scenegen.sim.camera import default_cameras
+from scenegen.sim.camera import DEFAULT_TASK_ZONE, default_cameras
 from scenegen.sim.robots import DEFAULT_ROBOT, get_robot
 
 
@@ -32,8 +32,12 @@ class SceneConfig:
     """Camera image width (pixels)."""
     image_height: int = 128
     """Camera image height (pixels)."""
-    front_fov_deg: float = 60.0
+    front_fov_deg: float = 40.0
     """Vertical field of view of the front camera."""
+    front_elevation_deg: float = 65.0
+    """Angle of the front camera's line of sight below the horizontal."""
+    frame_margin: float = 0.05
+    """The front camera frames the layout's task zone widened by this much (m) on every side."""
     wrist_fov_deg: float = 70.0
     """Vertical field of view of the wrist camera."""
     light_jitter: float = 0.2
@@ -51,6 +55,9 @@ class SceneConfig:
             v = getattr(self, name)
             if not 10 <= v <= 120:
                 raise ConfigError(f"SceneConfig.{name} = {v!r} must be within 10..120 degrees")
+        if not 5 <= self.front_elevation_deg <= 89 or not 0 <= self.frame_margin <= 1:
+            raise ConfigError(f"SceneConfig.front_elevation_deg = {self.front_elevation_deg!r} must be within 5..89 "
+                              f"and frame_margin = {self.frame_margin!r} within 0..1")
         if not 0 <= self.light_jitter <= 1:
             raise ConfigError(f"SceneConfig.light_jitter = {self.light_jitter!r} must be within 0..1")
 
@@ -88,8 +95,9 @@ def build_scene(graph: SceneGraph, assets: dict[str, Asset], seed: int = 0,
     ss = np.random.SeedSequence([int(seed) & 0xFFFFFFFF, 4])
     layout_rng, light_rng = (np.random.default_rng(s) for s in ss.spawn(2))
     poses = solve_layout(graph, assets, layout_rng, cfg.layout, spec)
-    cams = default_cameras(spec, cfg.layout.table_center_x, cfg.layout.table_height, cfg.image_width,
-                           cfg.image_height, cfg.front_fov_deg, cfg.wrist_fov_deg)
+    cams = default_cameras(spec, cfg.layout.task_zone or DEFAULT_TASK_ZONE, cfg.layout.table_height, cfg.image_width,
+                           cfg.image_height, cfg.front_fov_deg, cfg.wrist_fov_deg, cfg.front_elevation_deg,
+                           cfg.frame_margin)
     scene = Scene(
         id="", graph=graph, assets={n: a.id for n, a in sorted(assets.items()) if n in graph},
         poses=poses, robot=spec.name, robot_base=spec.base_pose, table_height=cfg.layout.table_height,

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from scenegen.errors import ConfigError
 from scenegen.relations import RelationConfig
+from scenegen.sim.camera import DEFAULT_TASK_ZONE
 from scenegen.validate import is_finite
 
 
@@ -25,6 +26,9 @@ class LayoutConfig:
     """Closest xy distance of a target's or receptacle's centre from the robot base (None: the robot's)."""
     reach_max: float | None = None
     """Farthest xy distance of a target's or receptacle's centre from the robot base (None: the robot's)."""
+    task_zone: tuple[float, float, float, float] | None = DEFAULT_TASK_ZONE
+    """``(xmin, ymin, xmax, ymax)``: where the centres of targets and receptacles go (inside the reach band
+    too); the front camera frames it. None: anywhere in the reach band."""
     base_clearance: float | None = None
     """Radius around the robot base kept free of objects (None: the robot's)."""
     relations: RelationConfig = field(default_factory=RelationConfig)
@@ -64,5 +68,11 @@ class LayoutConfig:
                 raise ConfigError(f"LayoutConfig.{name} = {getattr(self, name)!r} is out of range")
         if self.reach_min is not None and self.reach_max is not None and self.reach_min >= self.reach_max:
             raise ConfigError(f"LayoutConfig reach band [{self.reach_min}, {self.reach_max}] is empty")
+        if self.task_zone is not None:
+            zone = tuple(self.task_zone)
+            if len(zone) != 4 or not all(is_finite(v) for v in zone) or not (zone[0] < zone[2] and zone[1] < zone[3]):
+                raise ConfigError(f"LayoutConfig.task_zone = {self.task_zone!r} must be (xmin, ymin, xmax, ymax) "
+                                  "with min < max, or None")
+            object.__setattr__(self, "task_zone", tuple(float(v) for v in zone))
         if not isinstance(self.relations, RelationConfig):
             raise ConfigError(f"LayoutConfig.relations = {self.relations!r} must be a RelationConfig")

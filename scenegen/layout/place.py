@@ -63,6 +63,12 @@ class LayoutState:
     deadline: float
     collider: Collider | None
     placed: dict[str, Placed] = field(default_factory=dict)
+    loose: RelationConfig | None = None
+    """The loosened relation bands no goal may meet at the start (None: ``cfg.relations.loosened()``)."""
+    zone: Polygon | None = None
+    """The task zone (inside the reach band) where the centres of ``in_zone`` objects go; None: anywhere."""
+    in_zone: set[str] = field(default_factory=set)
+    """Targets and receptacles (their holders need only be within reach)."""
 
 
 
@@ -105,6 +111,8 @@ def place_node(ctx: LayoutState, n: str, reasons: Counter) -> tuple[bool, int]:
         why = check_2d(ctx, n, obj.role, rel, parent, cand)
         if why is None:
             why = check_relations(ctx, n, cand, others + [(n, rel, parent)])
+        if why is None:
+            why = check_goals(ctx, n, cand)
         if why is None and ctx.collider is not None:
             cand, why = check_3d(ctx, n, rel, parent, cand)
         if why is not None:
@@ -144,13 +152,22 @@ def support_region(ctx: LayoutState, n: str, rel: str, parent: str, radius: floa
     """Where the centre of ``n`` may go on or in ``parent``, kept ``radius`` inside the edges."""
     if parent == ctx.table:
         reg = ctx.reach_region if n in ctx.needs_reach else ctx.free_region
-        return reg.buffer(-radius, join_style=2) if radius > 0 else reg
+        reg = reg.buffer(-radius, join_style=2) if radius > 0 else reg
+        if ctx.zone is not None and n in ctx.in_zone:
+            return reg.intersection(ctx.zone)
+        if ctx.zone is not None and n in ctx.needs_reach:  # holds a task object: it reaches well into the zone
+            return reg.intersection(ctx.zone.buffer(0.5 * radius))
+        return reg
     pp, pg = ctx.placed[parent], ctx.geoms[parent]
     if pg.has_cavity and upright(pp.pose):
         rot = quat_matrix(pp.pose.orientation)[:2, :2]
         base = Polygon(pg.inner @ rot.T + np.asarray(pp.pose.position[:2]))
     else:
         base = pp.poly.buffer(-ctx.tight.contain_shrink)
+    if n in ctx.in_zone and ctx.zone is not None:
+        base = base.intersection(ctx.zone)
+        if base.is_empty:
+            return base
     inner = base.buffer(-radius)
     if inner.is_empty or inner.area < 1e-6:
         c = base.centroid
@@ -224,12 +241,35 @@ def check_relations(ctx: LayoutState, n: str, cand: Placed, rels: list[tuple[str
     return None
 
 
+def check_goals(ctx: LayoutState, n: str, cand: Placed) -> str | None:
+    """No goal between ``n`` and a placed object may hold at the start, even by the loosened predicates.
+
+    Settling moves objects by millimetres; a goal that nearly holds in the layout could hold
+    after it, and the task would be solved before it starts (``on``/``in`` goals cannot: the
+    subject starts on its own support).
+    """
+    loose = ctx.cfg.relations.loosened() if ctx.loose is None else ctx.loose
+    for g in ctx.graph.goals:
+        if g.is_state or g.predicate in ("on", "in") or n not in (g.subject, g.object):
+            continue
+        other = g.object if g.subject == n else g.subject
+        if other not in ctx.placed:
+            continue
+        sp = cand if g.subject == n else ctx.placed[g.subject]
+        op = cand if g.object == n else ctx.placed[g.object]
+        if check_relation(g.predicate, sp.pose, ctx.geoms[g.subject].extents, op.pose,
+                          ctx.geoms[g.object].extents, loose)[0]:
+            return f"goal {g.subject} {g.predicate} {g.object} would hold at the start"
+    return None
+
+
 def check_3d(ctx: LayoutState, n: str, rel: str, parent: str, cand: Placed) -> tuple[Placed, str | None]:
     """Lift the candidate off its support until clear; reject collisions with anything else."""
     col = ctx.collider
     assert col is not None
     top = ctx.placed[parent].zmax
-    limit = top + (ctx.tight.in_tol if rel == "in" else ctx.tight.support_tol)
+    # ``in``: the subject's centre stays below the rim; ``on``: its bottom stays near the parent's top
+    limit = top - 0.5 * (cand.zmax - cand.zmin) if rel == "in" else top + ctx.tight.support_tol
     for _ in range(8):
         hit, depth = col.deepest(cand, [p for m, p in ctx.placed.items() if m != n])
         if hit is None:

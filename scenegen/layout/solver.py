@@ -1,19 +1,21 @@
 """Layout: place a scene graph's objects so that every relation holds.
 
-The table goes first (its top at ``table_height``, centred at ``table_center_x``). Then
-objects are placed parents before children (``on``/``in``), the most constrained first:
-among the objects whose support is placed, the one with most relations to placed objects,
-then what must lie within the robot's reach (targets, receptacles and what holds them),
-then the larger. For each object a candidate region is built with shapely: its support
-region (the table top, the reach annulus, a parent's footprint or a container's inner
-footprint), minus the room placed objects take, inside the zone every relation to a
-placed object allows. Samples (a yaw and a centre in that region) are then checked in
-order of cost: table edge, robot base and reach; 2D footprint overlaps with a margin;
-every relation predicate (:mod:`scenegen.relations`, tightened to leave slack for
-settling); a 3D check of the collision parts (objects lifted off their support until
-clear). When an object cannot be placed the layout restarts; samples, restarts and time
-are bounded, and a failure raises :class:`~scenegen.errors.LayoutError` naming the
-object, its relations and the most frequent reason.
+The table goes first (its top at ``table_height``, centred at ``table_center_x``). Then objects
+are placed parents before children (``on``/``in``), the most constrained first: among the
+objects whose support is placed, the one with most relations to placed objects, then what must
+lie within the robot's reach (targets, receptacles and what holds them), then the larger. For
+each object a candidate region is built with shapely: its support region (the table top, the
+reach annulus, a parent's footprint or a container's inner footprint), minus the room placed
+objects take, inside the zone every relation to a placed object allows. Samples (a yaw and a
+centre in that region) are then checked in order of cost: table edge, robot base and reach; 2D
+footprint overlaps with a margin; every relation predicate (:mod:`scenegen.relations`, tightened
+to leave slack for settling); no goal may hold at the start, even by the loosened predicates (a
+``left_of`` goal's subject starts on the object's right side or level with it); a 3D check of
+the collision parts (objects lifted off their support until clear). Targets and receptacles (and
+what holds them) have their centres in the task zone, inside the robot's reach band. When an
+object cannot be placed the layout restarts; samples, restarts and time are bounded, and a
+failure raises :class:`~scenegen.errors.LayoutError` naming the object, its relations and the
+most frequent reason.
 """
 
 from __future__ import annotations
@@ -119,6 +121,10 @@ def _context(graph: SceneGraph, assets: dict[str, Asset], rng: np.random.Generat
                       free.intersection(annulus), base_xy, (rmin, rmax), keepout, ancestors, parent_of, needs_reach,
                       time.monotonic() + cfg.time_budget_s, collider)
     ctx.placed[table] = Placed.make(table, table_pose, geoms[table])
+    ctx.loose = cfg.relations.loosened()
+    if cfg.task_zone is not None:
+        ctx.zone = box(*cfg.task_zone).intersection(annulus)
+        ctx.in_zone = {o.id for o in graph.objects() if o.role in _REACH_ROLES}
     return ctx
 
 
@@ -184,6 +190,9 @@ def _precheck(ctx: LayoutState, order: list[str]) -> None:
                           f"footprint but the free table top is {have:.2f} m^2 (max fill "
                           f"{ctx.cfg.max_fill:.0%}); use fewer or smaller objects or a larger table")
     reach_needed = [n for n in order if n in ctx.needs_reach]
+    if ctx.in_zone and (ctx.zone is None or ctx.zone.area < 1e-4):
+        raise LayoutError(f"the task zone {ctx.cfg.task_zone} lies outside the robot's reach band "
+                          f"({ctx.reach[0]:.2f}..{ctx.reach[1]:.2f} m from the base); fix LayoutConfig.task_zone")
     if reach_needed and ctx.reach_region.area < 1e-4:
         rmin, rmax = ctx.reach
         raise LayoutError(f"{reach_needed[0]} ({ctx.graph.object(reach_needed[0]).role}) cannot be within the "

@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -71,12 +72,29 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: Path) -> str:
-    """SHA-256 hex digest of a file's bytes, read in chunks."""
+    """SHA-256 hex digest of a regular file's bytes, read in chunks (a link or a FIFO is refused, never opened)."""
+    regular_file(path, str(path))
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def regular_file(path: Path, what: str) -> Path:
+    """Return ``path`` if it is a regular file itself (not a symbolic link, folder, FIFO or device).
+
+    Raises:
+        FileNotFoundError: nothing is there.
+        PackError: something else than a regular file is there.
+
+    """
+    mode = os.lstat(path).st_mode
+    if not stat.S_ISREG(mode):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        raise PackError(f"{what} is {kind}; a pack holds regular files only, so it is unsafe or damaged: "
+                        "regenerate it")
+    return path
 
 
 def tree_hash(files: dict[str, str]) -> str:
@@ -115,11 +133,15 @@ def safe_path(root: Path, rel: Any, what: str = "path") -> Path:
     parts = rel.split("/")
     if any(p in ("", ".", "..") for p in parts):
         raise PackError(f"{what} {rel!r} contains '..', '.' or an empty part; the pack is unsafe, do not use it")
-    full = root.joinpath(*parts)
+    full = root
+    for part in parts:  # a pack never holds links: refusing them all means no read can leave the pack
+        full = full / part
+        if full.is_symlink():
+            raise PackError(f"{what} {rel!r} goes through a symbolic link ({full.relative_to(root).as_posix()} -> "
+                            f"{os.readlink(full)}); a pack holds no links, so it is unsafe: do not use it")
     real = os.path.realpath(full)
     if real != str(root) and not real.startswith(str(root).rstrip(os.sep) + os.sep):
-        raise PackError(f"{what} {rel!r} resolves outside the pack (to {real}) through a symlink; "
-                        "the pack is unsafe, do not use it")
+        raise PackError(f"{what} {rel!r} resolves outside the pack (to {real}); the pack is unsafe, do not use it")
     return full
 
 
@@ -209,9 +231,9 @@ def finite(data: Any) -> Any:
 
 
 def read_json(path: Path, what: str) -> Any:
-    """Parse a JSON file, raising PackError when it is absent or malformed."""
+    """Parse a JSON file (a regular file, UTF-8), raising PackError when it is absent, not a file or malformed."""
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(regular_file(path, what).read_bytes().decode("utf-8"))
     except FileNotFoundError:
         raise PackError(f"{what} is missing from the pack; run `scenegen info` and regenerate the pack") from None
     except (OSError, ValueError, RecursionError) as exc:
@@ -308,14 +330,58 @@ def validate_manifest(root: Path, m: Any) -> None:
 
 
 # --------------------------------------------------------------------------- files
+QUARANTINE = "quarantine"
+"""Pack folder where resuming moves damaged scene and asset folders (never deleted)."""
+SIDE_FOLDERS = ("rejected", QUARANTINE)
+"""Pack folders outside the manifest's content: rejected attempts kept for inspection, quarantined damage."""
+
+
+def unlisted(root: Path, listed: set[str]) -> list[tuple[str, str, str]]:
+    """Everything in a pack the manifest does not account for, as ``(path, problem, detail)``.
+
+    Symbolic links and other non-regular files are ``unsafe`` wherever they are (dot-folders
+    and side folders included); regular files outside ``listed``, dot-names and the
+    :data:`SIDE_FOLDERS` are ``unlisted``. Links are never followed.
+    """
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        for name in sorted(dirnames + filenames):
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                out.append((rel, "unsafe", f"symbolic link to {os.readlink(path)}"))
+            elif not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                out.append((rel, "unsafe", "not a regular file"))
+            elif stat.S_ISREG(mode) and rel not in listed and not _side(rel):
+                out.append((rel, "unlisted", "a file the manifest does not list"))
+        dirnames[:] = sorted(d for d in dirnames if not (here / d).is_symlink())
+    return sorted(out)
+
+
+def _side(rel: str) -> bool:
+    parts = rel.split("/")
+    return any(p.startswith(".") for p in parts) or parts[0] in SIDE_FOLDERS or rel == MANIFEST
+
+
 def folder_files(folder: Path) -> list[tuple[str, Path]]:
-    """Files of a folder, recursively and sorted, as (POSIX relative path, path); skips dot-names."""
+    """Files of a folder, recursively and sorted, as (POSIX relative path, path); skips dot-names.
+
+    Raises:
+        PackError: the folder holds a symbolic link or another non-regular file (never followed).
+
+    """
     out = []
     for dirpath, dirnames, filenames in os.walk(folder):
+        for name in [*dirnames, *filenames]:
+            if not name.startswith(".") and Path(dirpath, name).is_symlink():
+                raise PackError(f"{Path(dirpath, name)} is a symbolic link; asset and scene folders hold regular "
+                                "files only, so it is not packed")
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
             if not name.startswith("."):
-                path = Path(dirpath, name)
+                path = regular_file(Path(dirpath, name), str(Path(dirpath, name)))
                 out.append((path.relative_to(folder).as_posix(), path))
     return sorted(out)
 

@@ -31,8 +31,10 @@ from scenegen.pack.format import (
     bad_refs,
     pack_content_hash,
     read_json,
+    regular_file,
     safe_path,
     sha256_file,
+    unlisted,
     validate_manifest,
 )
 from scenegen.scene import Scene
@@ -47,7 +49,7 @@ class Mismatch:
     path: str
     """Pack-relative path of the file (or ``manifest.json``)."""
     problem: str
-    """``missing``, ``modified``, ``unsafe`` or ``inconsistent``."""
+    """``missing``, ``modified``, ``unsafe``, ``unlisted`` or ``inconsistent``."""
     detail: str = ""
     """What exactly differs."""
 
@@ -145,15 +147,45 @@ class Pack:
         return safe_path(self.root, self.scene_entry(scene_id)["path"], "scene path")
 
     def scene(self, scene_id: str) -> Scene:
-        """Load one scene (``scene.json``) as a :class:`Scene`."""
+        """Load one scene (``scene.json``) as a :class:`Scene`, every field checked (poses finite, unit, in the world).
+
+        Raises:
+            PackError: ``<scenes/<id>/scene.json>: scene field <where> ...`` naming the file and the field.
+
+        """
         entry = self.scene_entry(scene_id)
         rel = f"{entry['path']}/scene.json"
         data = read_json(safe_path(self.root, rel, "scene file"), rel)
         try:
             return Scene.from_dict(data)
-        except (KeyError, TypeError, ValueError, IndexError, GraphError) as exc:
-            raise PackError(f"{rel} is not a valid scene ({type(exc).__name__}: {exc}); "
-                            f"run `scenegen info {self.root}` and regenerate the pack") from None
+        except (PackError, GraphError) as exc:
+            raise PackError(f"{rel}: {exc.one_line()}; run `scenegen info {self.root} --verify` and regenerate "
+                            "the pack") from None
+
+    def scene_problems(self, scene_id: str) -> list[Mismatch]:
+        """What differs between a scene's files and the manifest (empty when it is as the pack wrote it)."""
+        entry = self.scene_entry(scene_id)
+        return self._file_problems(entry["path"], entry["files"])
+
+    def _file_problems(self, folder: str, files: dict[str, str]) -> list[Mismatch]:
+        out: list[Mismatch] = []
+        for rel, expected in sorted(files.items()):
+            full = f"{folder}/{rel}" if folder else rel
+            try:
+                path = safe_path(self.root, full, "file")
+                got = sha256_file(path)
+            except PackError as exc:
+                out.append(Mismatch(full, "unsafe", exc.one_line()))
+                continue
+            except FileNotFoundError:
+                out.append(Mismatch(full, "missing"))
+                continue
+            except OSError as exc:
+                out.append(Mismatch(full, "unsafe", f"cannot be read ({exc.strerror})"))
+                continue
+            if got != expected:
+                out.append(Mismatch(full, "modified", f"sha256 {got[:12]}, manifest says {expected[:12]}"))
+        return out
 
     def scenes(self) -> list[Scene]:
         """All scenes, sorted by id."""
@@ -188,6 +220,10 @@ class Pack:
         if entry["id"] in self._asset_cache:
             return self._asset_cache[entry["id"]]
         folder = safe_path(self.root, entry["path"], "asset path")
+        damaged = self._file_problems(entry["path"], entry["files"])  # every file: regular, in the pack, its hash
+        if damaged:
+            raise PackError(f"asset file {damaged[0]}; the pack was changed after it was written: run "
+                            f"`scenegen info {self.root} --verify` and regenerate the pack")
         try:
             asset = Asset.load(folder)
         except AssetError as exc:
@@ -195,6 +231,7 @@ class Pack:
         problems = self._asset_problems(entry, asset)
         if problems:
             raise PackError(f"asset {entry['path']} is unsafe: {problems[0]}; do not use this pack")
+        asset.files = dict(entry["files"])
         self._asset_cache[entry["id"]] = asset
         return asset
 
@@ -207,10 +244,11 @@ class Pack:
                     out.append(Mismatch(f"{entry['path']}/asset.json", "unsafe", f"names unlisted file {rel!r}"))
         for rel in sorted(listed):
             if rel.rsplit(".", 1)[-1].lower() in ("urdf", "obj", "mtl"):
-                path = safe_path(self.root, f"{entry['path']}/{rel}", "asset file")
-                if path.is_file():
-                    out += [Mismatch(f"{entry['path']}/{rel}", "unsafe", why)
-                            for why in bad_refs(rel, path.read_bytes(), listed)]
+                try:
+                    data = regular_file(safe_path(self.root, f"{entry['path']}/{rel}", "asset file"), rel).read_bytes()
+                except (PackError, OSError):
+                    continue  # reported as missing or unsafe by the file checks
+                out += [Mismatch(f"{entry['path']}/{rel}", "unsafe", why) for why in bad_refs(rel, data, listed)]
         return out
 
     @property
@@ -220,21 +258,21 @@ class Pack:
 
     # ------------------------------------------------------------ integrity and summary
     def verify(self) -> list[Mismatch]:
-        """Re-hash every listed file; return what is missing, modified or unsafe (empty if intact)."""
+        """Re-hash every listed file and walk the whole folder; return what is wrong (empty if intact).
+
+        Problems are ``missing``, ``modified``, ``unsafe`` (a symbolic link or other non-regular
+        file anywhere, a reference leaving an asset), ``unlisted`` (a file the manifest does not
+        list, outside ``rejected/``, ``quarantine/`` and dot-names) or ``inconsistent``.
+        """
         out: list[Mismatch] = []
-        listed = [(f"{e['path']}/{rel}", h) for e in [*self.manifest["scenes"], *self.manifest["assets"]]
-                  for rel, h in sorted(e["files"].items())]
-        listed += sorted(self.manifest["extras"].items())
-        for rel, expected in listed:
-            try:
-                path = safe_path(self.root, rel, "file")
-            except PackError as exc:
-                out.append(Mismatch(rel, "unsafe", exc.one_line()))
-                continue
-            if not path.is_file():
-                out.append(Mismatch(rel, "missing"))
-            elif (got := sha256_file(path)) != expected:
-                out.append(Mismatch(rel, "modified", f"sha256 {got[:12]}, manifest says {expected[:12]}"))
+        listed: set[str] = set(self.manifest["extras"])
+        for e in [*self.manifest["scenes"], *self.manifest["assets"]]:
+            out += self._file_problems(e["path"], e["files"])
+            listed |= {f"{e['path']}/{rel}" for rel in e["files"]}
+        out += self._file_problems("", self.manifest["extras"])
+        reported = {m.path for m in out}
+        out += [Mismatch(rel, problem, detail) for rel, problem, detail in unlisted(self.root, listed)
+                if rel not in reported]
         for entry in self.manifest["assets"]:
             out += self._asset_problems(entry)
         expected = pack_content_hash(self.manifest["scenes"], self.manifest["assets"])
@@ -245,7 +283,7 @@ class Pack:
     def info(self) -> dict:
         """Counts, categories, QA summary and size on disk, as a JSON-ready dict."""
         m = self.manifest
-        size = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file() and not p.is_symlink())
+        size = sum(os.lstat(Path(d, f)).st_size for d, _, files in os.walk(self.root) for f in files)
         return {
             "root": str(self.root), "prompt": m["prompt"], "seed": m["seed"], "config": m["config"],
             "tool_version": m["tool_version"], "schema_version": m["schema_version"],

@@ -26,6 +26,7 @@ from scenegen.pack.format import (
     MANIFEST,
     PACK_FORMAT,
     PACK_SCHEMA_VERSION,
+    QUARANTINE,
     bad_refs,
     check_name,
     dumps,
@@ -37,6 +38,7 @@ from scenegen.pack.format import (
     pack_content_hash,
     qa_summary,
     read_json,
+    safe_path,
     sha256_bytes,
     sha256_file,
     tree_hash,
@@ -88,15 +90,20 @@ class PackWriter(Closeable):
         self._lock_fd: int | None = None
         self._line_cache: dict = {}
         self._checked_sources: set[tuple[str, str]] = set()
+        self._update_only = False
         root = Path(root)
-        if root.exists() and not root.is_dir():
-            raise PackError(f"{root} is a file, not a folder; choose another -o")
-        if root.is_dir() and not (root / MANIFEST).exists() and not _is_empty(root):
-            raise PackError(f"{root} is not empty and holds no scene pack; choose another -o or delete it")
-        root.mkdir(parents=True, exist_ok=True)
-        self.root = root.resolve()
-        """Absolute pack folder."""
-        self._lock_fd = lock_folder(self.root)
+        try:
+            if root.is_symlink() or (root.exists() and not root.is_dir()):
+                raise PackError(f"{root} is a file or a link, not a folder; choose another -o")
+            if root.is_dir() and not (root / MANIFEST).exists() and not _is_empty(root):
+                raise PackError(f"{root} is not empty and holds no scene pack; choose another -o or delete it")
+            root.mkdir(parents=True, exist_ok=True)
+            self.root = root.resolve()
+            """Absolute pack folder."""
+            self._lock_fd = lock_folder(self.root)
+        except OSError as exc:
+            raise PackError(f"cannot create or open the pack folder {root} ({exc.strerror or exc}); "
+                            "choose another -o") from None
         try:
             if (self.root / MANIFEST).exists():
                 self._manifest = self._reopen(prompt, seed, cfg)
@@ -111,9 +118,73 @@ class PackWriter(Closeable):
                 self._write_manifest()
             for sub in ("scenes", "assets"):
                 (self.root / sub).mkdir(exist_ok=True)
+        except OSError as exc:
+            self.close()
+            raise PackError(f"cannot write the pack folder {self.root} ({exc.strerror or exc}); check free disk "
+                            "space and permissions") from None
         except BaseException:
             self.close()
             raise
+
+    @classmethod
+    def update(cls, root: str | os.PathLike) -> PackWriter:
+        """Open an existing pack to record QA results only: reports (extras), scenes' ``qa.json``, the summary.
+
+        Nothing else is touched: no leftover is cleaned, no folder adopted, moved or deleted, and
+        ``finalized`` keeps its value (an interrupted pack stays interrupted).
+
+        Raises:
+            PackError: not a readable pack, or another writer holds it.
+
+        """
+        from scenegen.pack.reader import load_pack
+
+        pack = load_pack(root)
+        writer = cls.__new__(cls)
+        writer._line_cache, writer._checked_sources, writer._update_only = {}, set(), True
+        writer._lock_fd = None
+        writer.root = pack.root
+        writer._lock_fd = lock_folder(writer.root)
+        try:
+            m = read_json(writer.root / MANIFEST, MANIFEST)  # re-read under the lock
+            validate_manifest(writer.root, m)
+        except BaseException:
+            writer.close()
+            raise
+        writer._manifest = m
+        writer._scenes = {e["id"]: e for e in m["scenes"]}
+        writer._assets = {e["id"]: e for e in m["assets"]}
+        return writer
+
+    def write_scene_qa(self, scene_id: str, qa: dict) -> dict:
+        """Store a scene's QA record as its ``qa.json`` and its status in the manifest; return the entry.
+
+        Only ``qa.json`` is written, atomically, into the scene's own folder; the other files stay as they are.
+
+        Raises:
+            PackError: the scene is not in the pack, or its folder is not a plain folder inside it.
+
+        """
+        self._check_open()
+        if scene_id not in self._scenes:
+            raise PackError(f"scene {scene_id[:12]} is not in {self.root}; `scenegen info` lists the scenes")
+        entry = self._scenes[scene_id]
+        folder = safe_path(self.root, entry["path"], "scene path")
+        if not folder.is_dir():
+            raise PackError(f"scene folder {entry['path']} is missing; the scene's QA record is kept in the report "
+                            "only")
+        payload = dumps(finite(qa), f"qa of scene {scene_id[:12]}")
+        write_atomic(safe_path(self.root, f"{entry['path']}/qa.json", "scene file"), payload, error=PackError)
+        entry = {**entry, "files": {**entry["files"], "qa.json": sha256_bytes(payload)}, **qa_summary(qa)}
+        self._scenes[scene_id] = entry
+        self._write_manifest()
+        return copy.deepcopy(entry)
+
+    def set_summary(self, summary: dict) -> None:
+        """Replace the manifest's run summary (a JSON dict) without finalizing the pack."""
+        self._check_open()
+        self._manifest["summary"] = json.loads(dumps(finite(summary or {}), "summary"))
+        self._write_manifest()
 
     # ------------------------------------------------------------ state
     @property
@@ -134,6 +205,16 @@ class PackWriter(Closeable):
         """The pack's content hash as of the last manifest write."""
         return self._manifest["content_hash"]
 
+    @property
+    def prompt(self) -> str:
+        """The pack's prompt."""
+        return self._manifest["prompt"]
+
+    @property
+    def summary(self) -> dict:
+        """A copy of the manifest's run summary."""
+        return copy.deepcopy(self._manifest.get("summary") or {})
+
     # ------------------------------------------------------------ writing
     def add_scene(self, scene: Scene, assets: Mapping[str, Asset], preview: Any = None,
                   qa: dict | None = None) -> dict:
@@ -152,6 +233,9 @@ class PackWriter(Closeable):
 
         """
         self._check_open()
+        if self._update_only:
+            raise PackError("a pack opened with PackWriter.update() records QA results only; add scenes through "
+                            "`scenegen generate`")
         sid = check_name(scene.id, "scene id")
         scene_bytes = dumps(scene.to_dict(), f"scene {sid}")
         if sid in self._scenes:
@@ -239,6 +323,9 @@ class PackWriter(Closeable):
     def finalize(self, summary: dict | None = None) -> Pack:
         """Record the run summary, drop assets no scene uses, close the writer and return the Pack."""
         self._check_open()
+        if self._update_only:
+            raise PackError("a pack opened with PackWriter.update() records QA results only and cannot be "
+                            "finalized; resume it with `scenegen generate` instead")
         used = {a for e in self._scenes.values() for a in e["assets"]}
         for aid in sorted(set(self._assets) - used):
             remove(self.root / self._assets.pop(aid)["path"])
@@ -264,7 +351,8 @@ class PackWriter(Closeable):
         m = self._manifest
         m["scenes"] = [self._scenes[k] for k in sorted(self._scenes)]
         m["assets"] = [self._assets[k] for k in sorted(self._assets)]
-        m["tool_version"] = __version__
+        if not self._update_only:
+            m["tool_version"] = __version__
         counts = Counter(e["status"] for e in m["scenes"])
         m["qa"] = {k: counts.get(k, 0) for k in ("passed", "failed", "unchecked")}
         m["content_hash"] = pack_content_hash(m["scenes"], m["assets"])
@@ -291,7 +379,11 @@ class PackWriter(Closeable):
         return self._manifest
 
     def _recover(self) -> bool:
-        """Clean temporary leftovers, adopt complete folders the manifest missed, drop broken ones."""
+        """Clean temporary leftovers, adopt complete folders the manifest missed, quarantine broken ones.
+
+        A damaged scene or asset folder, or any folder under ``scenes/`` or ``assets/`` that is not
+        a complete scene or asset, is moved to ``quarantine/`` with a warning, never deleted.
+        """
         before = (set(self._scenes), set(self._assets))
         for folder in (self.root, self.root / "scenes", self.root / "assets"):
             if folder.is_dir():
@@ -301,18 +393,21 @@ class PackWriter(Closeable):
         for sub in ("scenes", "assets"):
             (self.root / sub).mkdir(exist_ok=True)
         for aid, entry in sorted(self._assets.items()):
-            if not (self.root / entry["path"] / "asset.json").is_file():
+            folder = self.root / entry["path"]
+            if folder.is_symlink() or not (folder / "asset.json").is_file() or _differs(folder, entry["files"]):
+                log.warning("asset %s in %s is damaged or changed; it will be rebuilt", aid[:12], self.root)
                 del self._assets[aid]
+                self._quarantine(folder, "damaged or changed asset")
         for child in sorted((self.root / "assets").iterdir()):
             if not child.name.startswith(".") and child.name not in self._assets:
                 self._adopt(child, self._adopt_asset)
         for sid, entry in sorted(self._scenes.items()):
-            path = self.root / entry["path"] / "scene.json"
-            if not path.is_file() or sha256_file(path) != entry["hash"] or not set(entry["assets"]) <= set(
-                    self._assets):
+            folder = self.root / entry["path"]
+            if folder.is_symlink() or _differs(folder, {"scene.json": entry["hash"]}) or not set(
+                    entry["assets"]) <= set(self._assets):
                 log.warning("scene %s in %s is damaged or lacks an asset; it will be regenerated", sid, self.root)
                 del self._scenes[sid]
-                remove(path.parent)
+                self._quarantine(folder, "damaged scene or a scene whose asset is damaged")
         for child in sorted((self.root / "scenes").iterdir()):
             if not child.name.startswith(".") and child.name not in self._scenes:
                 self._adopt(child, self._adopt_scene)
@@ -324,8 +419,27 @@ class PackWriter(Closeable):
             if folder.is_symlink() or not folder.is_dir():
                 raise PackError("not a plain folder")
             adopt(folder)
-        except (PackError, AssetError, OSError, KeyError, TypeError, ValueError, GraphError):
-            remove(folder)
+        except (PackError, AssetError, OSError, KeyError, TypeError, ValueError, GraphError) as exc:
+            why = exc.one_line() if isinstance(exc, (PackError, AssetError, GraphError)) else type(exc).__name__
+            self._quarantine(folder, f"not a complete scene or asset ({why[:200]})")
+
+    def _quarantine(self, path: Path, why: str) -> None:
+        """Move ``path`` (a file, link or folder) to ``quarantine/`` under a free name, with a warning; never delete."""
+        if not (path.exists() or path.is_symlink()):
+            return
+        base = self.root / QUARANTINE / path.parent.name
+        target = base / path.name
+        k = 1
+        while target.exists() or target.is_symlink():
+            target, k = base / f"{path.name}.{k}", k + 1
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            os.rename(path, target)
+        except OSError as exc:
+            raise PackError(f"cannot move the damaged {path} to {target} ({exc.strerror}); move it away by hand "
+                            "and resume") from None
+        log.warning("moved %s to %s (%s); inspect it, or delete it", path.relative_to(self.root).as_posix(),
+                    target.relative_to(self.root).as_posix(), why)
 
     def _adopt_asset(self, folder: Path) -> None:
         asset = Asset.load(folder)
@@ -347,6 +461,17 @@ class PackWriter(Closeable):
         hashes = {rel: sha256_file(p) for rel, p in folder_files(folder)}
         self._scenes[scene.id] = {"id": scene.id, "path": f"scenes/{scene.id}", "hash": hashes["scene.json"],
                                   "files": hashes, "assets": needed, **qa_summary(qa)}
+
+
+def _differs(folder: Path, files: Mapping[str, str]) -> bool:
+    """True when one of ``files`` (relative path -> sha256) of ``folder`` is missing, a link or of another hash."""
+    for rel, expected in files.items():
+        try:
+            if sha256_file(folder.joinpath(*rel.split("/"))) != expected:
+                return True
+        except (OSError, PackError):
+            return True
+    return False
 
 
 def _is_empty(root: Path) -> bool:

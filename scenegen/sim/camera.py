@@ -1,12 +1,16 @@
 """Scene cameras and rendering with PyBullet's TinyRenderer (CPU, no GL needed).
 
-A fixed ``front`` camera looks at the table from across it and above, so the whole table
-top is in view; a ``wrist`` camera rides on the robot's hand link (its ``eye``, ``target``
-and ``up`` are then expressed in that link's frame).
+A fixed ``front`` camera stands across the bench from the robot, looking back at it and down,
+framing the *task zone* (where the layout puts targets and receptacles, inside the robot's
+comfortable reach) as a third-person camera over a real ~1 m bench does: the zone, widened by
+a margin for the objects' own size, fills the image, so a 12 cm marker covers about a hundred
+pixels of a 128 x 128 frame. A ``wrist`` camera rides on the robot's hand link (its ``eye``,
+``target`` and ``up`` are then expressed in that link's frame).
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -21,13 +25,55 @@ if TYPE_CHECKING:
 
     from scenegen.sim.world import World
 
+DEFAULT_TASK_ZONE = (0.40, -0.17, 0.66, 0.17)
+"""``(xmin, ymin, xmax, ymax)`` (m, robot base frame) of the centres of targets and receptacles."""
 
-def default_cameras(robot: RobotSpec, table_center_x: float, table_height: float = 0.0,
-                    width: int = 128, height: int = 128, fov_deg: float = 60.0,
-                    wrist_fov_deg: float = 70.0) -> list[Camera]:
-    """The ``front`` camera (across the table, looking back at the robot) and the ``wrist`` camera."""
-    front = Camera("front", eye=(table_center_x + 1.15, 0.0, table_height + 0.85),
-                   target=(table_center_x - 0.1, 0.0, table_height), up=(0.0, 0.0, 1.0), fov_deg=fov_deg,
+
+def frame_zone(zone: tuple[float, float, float, float], table_height: float = 0.0, fov_deg: float = 40.0,
+               elevation_deg: float = 65.0, margin: float = 0.05,
+               height: float = 0.08) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """Eye and target of a camera on the +x side of ``zone`` that frames it.
+
+    The camera looks at the zone's centre from ``elevation_deg`` above the table, along -x; its
+    distance is the least at which every corner of the zone, widened by ``margin`` and raised by
+    ``height`` (the objects), projects inside 95% of the (square) image.
+
+    Raises:
+        ConfigError: the zone is empty, or the angles are out of range.
+
+    """
+    x0, y0, x1, y1 = (float(v) for v in zone)
+    if not (x0 < x1 and y0 < y1):
+        raise ConfigError(f"camera zone {zone!r} must be (xmin, ymin, xmax, ymax) with min < max")
+    if not (5.0 <= elevation_deg <= 89.0 and 10.0 <= fov_deg <= 120.0):
+        raise ConfigError(f"camera elevation {elevation_deg} must be in 5..89 and fov {fov_deg} in 10..120 degrees")
+    target = np.array([(x0 + x1) / 2, (y0 + y1) / 2, table_height + 0.02])
+    el = math.radians(elevation_deg)
+    view_dir = np.array([-math.cos(el), 0.0, -math.sin(el)])
+    corners = np.array([[x, y, table_height + z] for x in (x0 - margin, x1 + margin)
+                        for y in (y0 - margin, y1 + margin) for z in (0.0, height)])
+    t = 0.95 * math.tan(math.radians(fov_deg) / 2)
+    right = np.cross(view_dir, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, view_dir)
+    dist = 0.2
+    while dist < 5.0:
+        eye = target - view_dir * dist
+        rel = corners - eye
+        depth = rel @ view_dir
+        if np.all(depth > 0.05) and np.all(np.abs(rel @ right) <= t * depth) and np.all(np.abs(rel @ up) <= t * depth):
+            break
+        dist += 0.005
+    eye = target - view_dir * dist
+    return tuple(round(float(v), 4) for v in eye), tuple(round(float(v), 4) for v in target)
+
+
+def default_cameras(robot: RobotSpec, zone: tuple[float, float, float, float] = DEFAULT_TASK_ZONE,
+                    table_height: float = 0.0, width: int = 128, height: int = 128, fov_deg: float = 40.0,
+                    wrist_fov_deg: float = 70.0, elevation_deg: float = 65.0, margin: float = 0.05) -> list[Camera]:
+    """The ``front`` camera framing the task zone (see :func:`frame_zone`) and the ``wrist`` camera."""
+    eye, target = frame_zone(zone, table_height, fov_deg, elevation_deg, margin)
+    front = Camera("front", eye=eye, target=target, up=(0.0, 0.0, 1.0), fov_deg=fov_deg,
                    width=width, height=height, near=0.05, far=4.0)
     wrist = Camera("wrist", eye=robot.wrist_eye, target=robot.wrist_target, up=robot.wrist_up,
                    fov_deg=wrist_fov_deg, width=width, height=height, near=0.02, far=2.0, link=robot.wrist_link)

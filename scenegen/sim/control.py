@@ -1,10 +1,22 @@
 """End-effector control: action -> commanded pose -> inverse kinematics -> joint position motors.
 
-The controller keeps a *commanded* end-effector pose (position and yaw, the gripper
-pointing down) that each action moves by at most ``max_delta`` metres and
-``max_yaw_delta`` radians, clipped to the workspace; PyBullet's inverse kinematics (with
-joint limits and the home pose as rest pose for the null space) turns it into arm joint
-targets that position motors track for ``substeps`` physics steps.
+The controller keeps a *commanded* end-effector pose that each action moves by at most
+``max_delta`` metres and ``max_yaw_delta`` / ``max_tilt_delta`` radians, clipped to the
+workspace; PyBullet's inverse kinematics (with joint limits and the home pose as rest pose for
+the null space) turns it into arm joint targets that position motors track for ``substeps``
+physics steps.
+
+Two action modes (:data:`ACTION_MODES`), every component in [-1, 1]:
+
+- ``ee7`` (the default): ``(dx, dy, dz, droll, dpitch, dyaw, gripper)``. The translation is
+  along the world (robot base) axes; the rotation ``Rz(dyaw) Ry(dpitch) Rx(droll)`` about the
+  fixed world axes is applied to the commanded orientation from the left. The commanded
+  orientation is kept as a *swing* (a tilt of the gripper's approach axis away from straight
+  down, about a horizontal axis, at most ``max_tilt``) times a downward gripper turned by a
+  *yaw* (within home yaw +- ``yaw_limit``): ``R = S(tilt) Rz(yaw) Rx(pi)``.
+- ``ee5``: ``(dx, dy, dz, dyaw, gripper)``, the gripper always pointing down (no tilt).
+
+``gripper > 0`` closes the fingers, ``<= 0`` opens them.
 """
 
 from __future__ import annotations
@@ -16,11 +28,30 @@ import numpy as np
 
 from scenegen.errors import ConfigError
 from scenegen.fileio import Closeable
-from scenegen.rotations import down_quat, yaw_of
+from scenegen.rotations import down_quat, matrix_to_quat, quat_matrix, rpy_to_matrix, yaw_of
 from scenegen.sim.world import World, disconnect
 
-ACTION_DIM = 5
-"""dx, dy, dz, dyaw, gripper."""
+ACTION_MODES: dict[str, tuple[str, ...]] = {
+    "ee7": ("dx", "dy", "dz", "droll", "dpitch", "dyaw", "gripper"),
+    "ee5": ("dx", "dy", "dz", "dyaw", "gripper"),
+}
+"""Action mode -> the names of its components, in order."""
+DEFAULT_ACTION_MODE = "ee7"
+ACTION_DIM = len(ACTION_MODES[DEFAULT_ACTION_MODE])
+"""Size of the default (``ee7``) action."""
+_DOWN = np.array([0.0, 0.0, -1.0])
+
+
+def action_dim(mode: str) -> int:
+    """Number of components of an action in ``mode``.
+
+    Raises:
+        ConfigError: unknown mode.
+
+    """
+    if mode not in ACTION_MODES:
+        raise ConfigError(f"action mode {mode!r} is unknown; use one of {', '.join(ACTION_MODES)}")
+    return len(ACTION_MODES[mode])
 
 
 def wrap(angle: float) -> float:
@@ -28,21 +59,68 @@ def wrap(angle: float) -> float:
     return (angle + math.pi) % (2 * math.pi) - math.pi
 
 
-def check_action(action: object) -> np.ndarray:
-    """Validate an action: 5 finite numbers in [-1, 1].
+def check_action(action: object, mode: str = DEFAULT_ACTION_MODE) -> np.ndarray:
+    """Validate an action of ``mode``: finite numbers in [-1, 1], one per component.
 
     Raises:
         ValueError: wrong shape, NaN/inf, or a value outside [-1, 1] (the message shows it).
 
     """
-    a = np.asarray(action, dtype=np.float64)
-    if a.shape != (ACTION_DIM,):
-        raise ValueError(f"action must have shape ({ACTION_DIM},) (dx, dy, dz, dyaw, gripper), got {a.shape}")
+    names = ACTION_MODES[mode] if mode in ACTION_MODES else ()
+    dim = action_dim(mode)
+    try:
+        a = np.asarray(action, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"action {str(action)[:80]!r} is not {dim} numbers ({', '.join(names)})") from None
+    if a.shape != (dim,):
+        raise ValueError(f"action must have shape ({dim},) ({', '.join(names)}; action_mode {mode!r}), "
+                         f"got {a.shape}")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"action {a.tolist()} holds NaN or inf; the policy produced invalid numbers")
     if np.any(np.abs(a) > 1.0 + 1e-6):
         raise ValueError(f"action {np.round(a, 4).tolist()} is outside [-1, 1]; clip or squash the policy output")
     return np.clip(a, -1.0, 1.0)
+
+
+def rotvec_matrix(v: np.ndarray) -> np.ndarray:
+    """Rotation matrix of a rotation vector (axis times angle, radians)."""
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_rotvec(np.asarray(v, dtype=float)).as_matrix()
+
+
+def matrix_rotvec(m: np.ndarray) -> np.ndarray:
+    """Rotation vector (axis times angle, radians, angle <= pi) of a rotation matrix."""
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_matrix(np.asarray(m, dtype=float)).as_rotvec()
+
+
+def swing_yaw(rot: np.ndarray) -> tuple[np.ndarray, float]:
+    """Split a gripper orientation into its swing and yaw: ``rot = S Rz(yaw) Rx(pi)``.
+
+    Returns the swing as a rotation vector about a horizontal axis (its norm is the tilt of the
+    approach axis from straight down) and the yaw.
+    """
+    approach = np.asarray(rot, dtype=float)[:, 2]
+    axis = np.cross(_DOWN, approach)
+    s = float(np.linalg.norm(axis))
+    tilt = math.atan2(s, float(np.clip(_DOWN @ approach, -1.0, 1.0)))
+    swing = axis / s * tilt if s > 1e-12 else np.zeros(3)
+    rest = rotvec_matrix(swing).T @ rot if s > 1e-12 else rot
+    return swing, math.atan2(rest[1, 0], rest[0, 0])
+
+
+def compose_orientation(swing: np.ndarray, yaw: float) -> np.ndarray:
+    """The gripper orientation ``S Rz(yaw) Rx(pi)`` (3x3) of a swing rotation vector and a yaw."""
+    down = quat_matrix(down_quat(yaw))
+    return down if not np.any(swing) else rotvec_matrix(swing) @ down
+
+
+def rotation_delta(action_rpy: np.ndarray, tilt_delta: float, yaw_delta: float) -> np.ndarray:
+    """``Rz(dyaw) Ry(dpitch) Rx(droll)`` of an action's ``(droll, dpitch, dyaw)`` components."""
+    r, p, y = (float(v) for v in action_rpy)
+    return rpy_to_matrix((r * tilt_delta, p * tilt_delta, y * yaw_delta))
 
 
 class IKTwin(Closeable):
@@ -105,9 +183,12 @@ def twin_key(world: World) -> tuple:
 class ControlSettings(Protocol):
     """What :class:`ArmController` reads from its config (an :class:`~scenegen.tasks.config.EpisodeConfig`)."""
 
+    action_mode: str
     workspace: tuple[float, float, float, float, float, float]
     max_delta: float
     max_yaw_delta: float
+    max_tilt_delta: float
+    max_tilt: float
     yaw_limit: float
     ik_iterations: int
     arm_gain: float
@@ -118,7 +199,7 @@ class ControlSettings(Protocol):
 
 
 class ArmController:
-    """Commanded end-effector pose and gripper of one world's robot."""
+    """Commanded end-effector pose and gripper of one world's robot (see the module for the action modes)."""
 
     def __init__(self, world: World, cfg: ControlSettings, twin: IKTwin | None = None) -> None:
         import pybullet as p
@@ -126,6 +207,8 @@ class ArmController:
         self._p = p
         self.world = world
         self.cfg = cfg
+        self.mode = getattr(cfg, "action_mode", DEFAULT_ACTION_MODE)
+        self.dim = action_dim(self.mode)
         self.twin = twin
         c, rid = world.client, world.robot_id
         self.dofs = [j for j in range(p.getNumJoints(rid, physicsClientId=c))
@@ -152,6 +235,7 @@ class ArmController:
         self.home_yaw = 0.0
         self.target_pos = np.zeros(3)
         self.target_yaw = 0.0
+        self.target_swing = np.zeros(3)
         self.closed = False
         self.reset()
         self.home_pos = self.target_pos.copy()
@@ -170,25 +254,57 @@ class ArmController:
                                         physicsClientId=self.world.client)
         return float(sum(s[0] for s in states))
 
+    @property
+    def target_rotation(self) -> np.ndarray:
+        """The commanded end-effector orientation (3x3): swing times a downward gripper at the yaw."""
+        return compose_orientation(self.target_swing, self.target_yaw)
+
+    @property
+    def target_tilt(self) -> float:
+        """Angle (rad) of the commanded approach axis from straight down."""
+        return float(np.linalg.norm(self.target_swing))
+
     def reset(self) -> None:
-        """Take the commanded pose from the robot's current (home) pose and open the gripper."""
+        """Take the commanded pose from the robot's current (home) pose and open the gripper.
+
+        The home gripper points down; its small tilt (if any) is dropped, so that every episode
+        starts from the same commanded orientation.
+        """
         pos, orn = self.ee_pose()
         self.target_pos = np.clip(pos, self.low, self.high)
         self.target_yaw = wrap(yaw_of(orn))
+        self.target_swing = np.zeros(3)
         self.closed = False
         self.ik_offset = np.zeros(3)
 
     # ------------------------------------------------------------------ acting
+    def _rotate(self, action: np.ndarray) -> None:
+        """Move the commanded orientation by the action's rotation components, within the limits."""
+        lo, hi = self.home_yaw - self.cfg.yaw_limit, self.home_yaw + self.cfg.yaw_limit
+        if self.mode == "ee5":
+            self.target_yaw = float(np.clip(self.target_yaw + float(action[3]) * self.cfg.max_yaw_delta, lo, hi))
+            return
+        if not np.any(action[3:5]) and not np.any(self.target_swing):  # a pure yaw: kept exact
+            self.target_yaw = float(np.clip(self.target_yaw + float(action[5]) * self.cfg.max_yaw_delta, lo, hi))
+            return
+        rot = rotation_delta(action[3:6], self.cfg.max_tilt_delta, self.cfg.max_yaw_delta) @ self.target_rotation
+        swing, yaw = swing_yaw(rot)
+        # the yaw moves continuously from the last one (never across the band's ends)
+        yaw = self.target_yaw + wrap(yaw - self.target_yaw)
+        tilt = float(np.linalg.norm(swing))
+        if tilt > self.cfg.max_tilt:
+            swing = swing * (self.cfg.max_tilt / tilt)
+        self.target_swing, self.target_yaw = swing, float(np.clip(yaw, lo, hi))
+
     def apply(self, action: np.ndarray) -> None:
         """Move the commanded pose by a validated action and simulate one control step."""
         p, c, rid = self._p, self.world.client, self.world.robot_id
         self.target_pos = np.clip(self.target_pos + action[:3] * self.cfg.max_delta, self.low, self.high)
-        yaw = self.target_yaw + float(action[3]) * self.cfg.max_yaw_delta
-        self.target_yaw = float(np.clip(yaw, self.home_yaw - self.cfg.yaw_limit, self.home_yaw + self.cfg.yaw_limit))
-        self.closed = bool(action[4] > 0)
+        self._rotate(action)
+        self.closed = bool(action[-1] > 0)
         kw = {"lowerLimits": self.lower, "upperLimits": self.upper, "jointRanges": self.ranges,
               "restPoses": self.rest, "maxNumIterations": self.cfg.ik_iterations, "residualThreshold": 1e-4}
-        orn = down_quat(self.target_yaw)
+        orn = down_quat(self.target_yaw) if not np.any(self.target_swing) else matrix_to_quat(self.target_rotation)
         if self.twin is not None:
             q_now = [s[0] for s in p.getJointStates(rid, self.dofs, physicsClientId=c)]
             q, self.ik_offset = self.twin.solve(self.dofs, q_now, self.world.ee_link, self.target_pos, orn, kw,

@@ -2,15 +2,19 @@
 
 Robots are data, not code paths: every consumer (layout, world, RL expert) reads the spec.
 The Franka Panda shipped with ``pybullet_data`` is registered as ``"panda"`` (the default);
-register your own URDF robot with :func:`register_robot`.
+register your own URDF robot with :func:`register_robot`. :func:`get_robot` checks the
+catalog against the robot's gripper the first time a robot is looked up: every graspable
+category must fit between the open fingers at every size it can be drawn at.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from scenegen.catalog import Catalog, load_catalog
 from scenegen.errors import ConfigError
 from scenegen.scene import Pose
 
@@ -139,19 +143,39 @@ def register_robot(spec: RobotSpec, *, overwrite: bool = False) -> RobotSpec:
 
 
 def get_robot(name: str | RobotSpec) -> RobotSpec:
-    """Look a robot up by name (a spec is returned unchanged).
+    """Look a robot up by name (a spec is returned unchanged) and check the catalog against its gripper.
 
     Raises:
         ConfigError: no robot has that name (the message lists the registered ones).
+        GripperError: a graspable catalog category does not fit the gripper (see :func:`check_gripper`).
 
     """
     if isinstance(name, RobotSpec):
-        return name
-    try:
-        return ROBOTS[name]
-    except (KeyError, TypeError):
-        raise ConfigError(f"unknown robot {name!r}; registered robots: {', '.join(sorted(ROBOTS))} "
-                          "(add yours with scenegen.sim.robots.register_robot)") from None
+        spec = name
+    else:
+        try:
+            spec = ROBOTS[name]
+        except (KeyError, TypeError):
+            raise ConfigError(f"unknown robot {name!r}; registered robots: {', '.join(sorted(ROBOTS))} "
+                              "(add yours with scenegen.sim.robots.register_robot)") from None
+    check_gripper(spec)
+    return spec
+
+
+def check_gripper(spec: RobotSpec, catalog: Catalog | None = None) -> None:
+    """Check every graspable category of the catalog against the robot's maximum opening (cached).
+
+    Raises:
+        GripperError: names the first category that does not fit, its size range and the opening.
+
+    """
+    _gripper_checked(catalog or load_catalog(), spec.name, float(spec.max_opening))
+
+
+@functools.lru_cache(maxsize=64)
+def _gripper_checked(catalog: Catalog, robot: str, opening: float) -> bool:
+    catalog.check_gripper(opening, f"robot {robot!r}")
+    return True
 
 
 def robot_names() -> list[str]:

@@ -204,8 +204,12 @@ class World(Closeable):
         asset, pose = self.assets[node], self.scene.poses[node]
         if not asset.urdf_path.is_file():
             raise AssetError(f"node {node}: URDF {asset.urdf_path} is missing; regenerate the asset")
-        body = p.loadURDF(str(asset.urdf_path), pose.position, pose.orientation, useFixedBase=fixed,
-                          flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c)
+        try:
+            body = p.loadURDF(str(asset.urdf_path), pose.position, pose.orientation, useFixedBase=fixed,
+                              flags=p.URDF_USE_INERTIA_FROM_FILE, physicsClientId=c)
+        except p.error:
+            raise AssetError(f"node {node}: PyBullet cannot load {asset.urdf_path} (a broken URDF or a missing "
+                             "mesh); regenerate the asset") from None
         p.changeDynamics(body, -1, lateralFriction=asset.friction, restitution=asset.restitution,
                          rollingFriction=self.config.rolling_friction,
                          spinningFriction=self.config.spinning_friction, physicsClientId=c)

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from scenegen.errors import ConfigError
+from scenegen.sim.control import ACTION_MODES
 from scenegen.sim.world import WorldConfig
 from scenegen.validate import finite, int_in, is_finite
 
@@ -44,14 +45,24 @@ class EpisodeConfig:
     """Voxel size (m) of the downsampling."""
     pointcloud_backend: str = "auto"
     """``numpy``, ``open3d`` or ``auto`` (open3d when installed)."""
+    paraphrase: bool = True
+    """Draw each episode's instruction among the scene's paraphrases (seeded; reported in ``info``); False
+    keeps the original prompt."""
     instruction_max_length: int = 256
     """Longest instruction text (longer ones are cut)."""
+    action_mode: str = "ee7"
+    """``ee7``: ``(dx, dy, dz, droll, dpitch, dyaw, gripper)``, the gripper may tilt; ``ee5``:
+    ``(dx, dy, dz, dyaw, gripper)``, the gripper always points down (see :mod:`scenegen.sim.control`)."""
     control_hz: float = 20.0
     """Actions per simulated second; physics runs ``1 / (control_hz * world.timestep)`` substeps each."""
     max_delta: float = 0.02
     """End-effector translation (m) per step at action magnitude 1."""
     max_yaw_delta: float = 0.2
     """End-effector yaw change (rad) per step at action magnitude 1."""
+    max_tilt_delta: float = 0.2
+    """``ee7``: end-effector roll and pitch change (rad) per step at action magnitude 1."""
+    max_tilt: float = 1.75
+    """``ee7``: largest angle (rad) between the gripper's approach axis and straight down (100 deg)."""
     yaw_limit: float = 2.0
     """The commanded yaw stays within home yaw +- this (rad), inside the wrist joint's range."""
     workspace: tuple[float, float, float, float, float, float] = (0.2, -0.5, 0.005, 0.95, 0.5, 0.5)
@@ -62,6 +73,11 @@ class EpisodeConfig:
     """Force (N) of each finger's position motor."""
     finger_friction: float = 1.5
     """Lateral friction of the finger pads."""
+    finger_stiffness: float = 3e5
+    """Contact stiffness (N/m) of the finger pads (the Panda URDF's 3e4 lets a pinch squeeze through a thin
+    handle)."""
+    finger_damping: float = 3e3
+    """Contact damping (N s/m) of the finger pads."""
     arm_gain: float = 0.3
     """Position gain of the arm's joint motors."""
     ik_iterations: int = 20
@@ -73,8 +89,9 @@ class EpisodeConfig:
     sleeping: bool = True
     """Let objects at rest sleep (Bullet deactivation: the solver skips them until something touches them)."""
     render_max_faces: int = 600
-    """Objects whose visual mesh has more triangles are drawn with a decimated copy (0 keeps every mesh;
-    physics is unchanged, see :mod:`scenegen.sim.light_assets`)."""
+    """Objects whose visual mesh has more triangles are drawn with a decimated copy that keeps their look (up to
+    4x this budget when needed, or the mesh itself; 0 keeps every mesh; physics is unchanged, see
+    :mod:`scenegen.sim.light_assets`)."""
     render_ground: bool = False
     """Draw the ground plane under the table (off: a plain background, and faster images)."""
     world: WorldConfig = field(default_factory=_default_world)
@@ -112,8 +129,14 @@ class EpisodeConfig:
         finite(f"{cls}.max_delta", self.max_delta, 1e-4, 0.2)
         finite(f"{cls}.max_yaw_delta", self.max_yaw_delta, 1e-4, 1.0)
         finite(f"{cls}.yaw_limit", self.yaw_limit, 0.1, math.pi)
+        finite(f"{cls}.max_tilt_delta", self.max_tilt_delta, 1e-4, 1.0)
+        finite(f"{cls}.max_tilt", self.max_tilt, 0.0, 2.5)
+        if self.action_mode not in ACTION_MODES:
+            raise ConfigError(f"{cls}.action_mode = {self.action_mode!r} must be one of {tuple(ACTION_MODES)}")
         finite(f"{cls}.finger_force", self.finger_force, 1.0, 1000.0)
         finite(f"{cls}.finger_friction", self.finger_friction, 0.0, 10.0)
+        finite(f"{cls}.finger_stiffness", self.finger_stiffness, 1e3, 1e8)
+        finite(f"{cls}.finger_damping", self.finger_damping, 1.0, 1e6)
         finite(f"{cls}.arm_gain", self.arm_gain, 0.01, 1.0)
         finite(f"{cls}.rest_speed", self.rest_speed, 1e-4, 10.0)
         finite(f"{cls}.knock_off_margin", self.knock_off_margin, 1e-3, 1.0)
@@ -132,6 +155,11 @@ class EpisodeConfig:
         if ratio < 1:
             raise ConfigError(f"{cls}.control_hz = {self.control_hz} is faster than physics "
                               f"({1 / self.world.timestep:.0f} Hz); lower it")
+
+    @property
+    def action_dim(self) -> int:
+        """Components of an action in :attr:`action_mode`."""
+        return len(ACTION_MODES[self.action_mode])
 
     @property
     def substeps(self) -> int:

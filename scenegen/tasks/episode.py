@@ -9,8 +9,9 @@ from the scene graph's goals (see :mod:`scenegen.tasks.tracker`).
 
 Observation (a dict): one ``uint8`` HxWx3 image per name in ``image_keys`` (``front``,
 ``wrist``), ``proprio`` (float32: arm and finger joint positions, end-effector position and
-quaternion, gripper width), ``instruction`` (text) and, optionally, ``points`` (float32 Nx3
-world-frame point cloud from the front depth).
+quaternion, gripper width), ``instruction`` (text: one of the scene's instructions, drawn per
+episode with the episode's generator, see ``EpisodeConfig.paraphrase``) and, optionally,
+``points`` (float32 Nx3 world-frame point cloud from the front depth).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 from scenegen.errors import ConfigError, StateError
 from scenegen.fileio import Closeable
 from scenegen.scene import Scene
-from scenegen.sim.control import ACTION_DIM, ArmController, IKTwin, check_action, twin_key
+from scenegen.sim.control import ArmController, IKTwin, check_action, twin_key
 from scenegen.sim.robots import get_robot
 from scenegen.sim.views import Renderer, View, instruction_text, nominal_view, pick_backend, point_cloud
 from scenegen.sim.world import World
@@ -93,8 +94,6 @@ class TaskEpisode(Closeable):
 
     """
 
-    action_dim = ACTION_DIM
-
     def __init__(self, pack: str | os.PathLike | SceneSource, config: EpisodeConfig | None = None,
                  randomize: Randomizer | None = None) -> None:
         self.cfg = config or EpisodeConfig()
@@ -112,9 +111,16 @@ class TaskEpisode(Closeable):
         self._scene_id: str | None = None
         self._steps = 0
         self._last: StepReport | None = None
+        self._instruction = ""
+        self._instruction_index = 0
         self.dr_info: dict = {}
         self._pc_rng = np.random.default_rng(0)
         self._backend = pick_backend(self.cfg.pointcloud_backend) if self.cfg.pointcloud else "numpy"
+
+    @property
+    def action_dim(self) -> int:
+        """Components of an action (7 for ``ee7``, 5 for ``ee5``; see :mod:`scenegen.sim.control`)."""
+        return self.cfg.action_dim
 
     # ------------------------------------------------------------------ privileged access (expert, tests)
     @property
@@ -146,6 +152,11 @@ class TaskEpisode(Closeable):
     def renderer(self) -> Renderer:
         """The current world's observation renderer."""
         return self.runtime().renderer
+
+    @property
+    def instruction(self) -> str:
+        """The current episode's instruction (one of the scene's paraphrases, see ``EpisodeConfig.paraphrase``)."""
+        return self._instruction
 
     @property
     def elapsed_steps(self) -> int:
@@ -207,11 +218,16 @@ class TaskEpisode(Closeable):
         else:
             rt.renderer.view, self.dr_info = nominal_view(world), {}
         self._pc_rng = np.random.default_rng(int(self.np_random.integers(2**62)))
+        graph = world.scene.graph
+        texts = graph.instructions or [graph.instruction]
+        self._instruction_index = int(self.np_random.integers(len(texts))) if self.cfg.paraphrase else 0
+        self._instruction = texts[self._instruction_index]
         rt.controller.reset()
         rt.task.reset()
         self._rt, self._scene_id, self._steps = rt, scene_id, 0
         self._last = rt.task.last
-        info = {"scene_id": scene_id, "instruction": world.scene.graph.instruction, **rt.task.info(self._last)}
+        info = {"scene_id": scene_id, "instruction": self._instruction, "instruction_index": self._instruction_index,
+                **rt.task.info(self._last)}
         if self.dr_info:
             info["dr"] = self.dr_info
         return self.observe(), info
@@ -224,7 +240,7 @@ class TaskEpisode(Closeable):
             StateError: no episode was started with :meth:`reset`.
 
         """
-        a = check_action(action)
+        a = check_action(action, self.cfg.action_mode)
         rt = self.runtime()
         rt.controller.apply(a)
         self._steps += 1
@@ -261,7 +277,7 @@ class TaskEpisode(Closeable):
                 _, depth = rt.renderer.render("front", depth=True)
             obs["points"] = point_cloud(rt.renderer, depth, self.cfg, self._backend, self._pc_rng)
         obs["proprio"] = self.proprio()
-        obs["instruction"] = instruction_text(rt.entry.world.scene.graph.instruction, self.cfg.instruction_max_length)
+        obs["instruction"] = instruction_text(self._instruction, self.cfg.instruction_max_length)
         return obs
 
     def proprio(self) -> np.ndarray:

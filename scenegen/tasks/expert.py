@@ -26,8 +26,18 @@ import numpy as np
 from scenegen.errors import ConfigError
 from scenegen.graph import Goal
 from scenegen.relations import z_range
-from scenegen.sim.control import wrap
-from scenegen.tasks.plan import Grasp, place_target, plan_grasp, top_of_others
+from scenegen.sim.control import matrix_rotvec, rotvec_matrix, wrap
+from scenegen.tasks.carry import anchor_xy, stand_up, tilted, turned_yaw
+from scenegen.tasks.plan import (
+    INSERT_RESERVE,
+    Grasp,
+    Placement,
+    place_target,
+    plan_grasp,
+    top_of_others,
+    upright_modes,
+)
+from scenegen.tasks.precheck import GRASP_REACH
 from scenegen.tasks.tracker import world_goal_holds
 from scenegen.validate import int_in, is_finite, require
 
@@ -45,7 +55,7 @@ class ExpertConfig:
     clearance: float = 0.05
     """A carried object's bottom passes this far above the highest other object."""
     close_steps: int = 5
-    """Steps the gripper closes before lifting."""
+    """Least steps the gripper closes before lifting (it goes on while the fingers still move, up to 4x)."""
     open_steps: int = 4
     """Steps the gripper opens before retreating."""
     attempts: int = 3
@@ -93,8 +103,13 @@ class ScriptedExpert:
         self.count = 0
         self.failure: str | None = None
         self.grasp: Grasp | None = None
-        self.target: tuple[np.ndarray, float] | None = None
+        self.target: Placement | None = None
         self.carry_z = 0.0
+        self.carry_yaw = 0.0
+        self.swing: np.ndarray | None = None
+        self.reserve = 0.0
+        self.upright = False
+        self._last_width = math.inf
         self._last_z = math.inf
         self._stall = 0
 
@@ -108,14 +123,28 @@ class ScriptedExpert:
     def goals(self) -> list[Goal]:
         return list(self.env.world.scene.graph.goals)
 
-    def _move(self, waypoint: np.ndarray, yaw: float, close: bool, speed: float = 1.0) -> np.ndarray:
-        ctrl = self.env.controller
-        d = (np.asarray(waypoint, dtype=float) - ctrl.target_pos) / self.env.cfg.max_delta
+    def _move(self, waypoint: np.ndarray, yaw: float, close: bool, speed: float = 1.0,
+              swing: np.ndarray | None = None) -> np.ndarray:
+        """The env's action toward an end-effector position, gripper yaw and swing (None: pointing down).
+
+        In ``ee5`` mode the swing is ignored (the gripper cannot tilt).
+        """
+        ctrl, cfg = self.env.controller, self.env.cfg
+        d = (np.asarray(waypoint, dtype=float) - ctrl.target_pos) / cfg.max_delta
         d = d * min(1.0, speed / max(1e-9, float(np.abs(d).max()))) if np.abs(d).max() > speed else d
         # turn inside the controller's yaw band (home +- yaw_limit), never across its ends
-        dyaw = (ctrl.home_yaw + wrap(yaw - ctrl.home_yaw) - ctrl.target_yaw) / self.env.cfg.max_yaw_delta
-        a = np.concatenate([np.clip(d, -speed, speed), [np.clip(dyaw, -1, 1)], [1.0 if close else -1.0]])
-        return a.astype(np.float32)
+        dyaw = (ctrl.home_yaw + wrap(yaw - ctrl.home_yaw) - ctrl.target_yaw) / cfg.max_yaw_delta
+        grip = [1.0 if close else -1.0]
+        if cfg.action_mode == "ee5":
+            return np.concatenate([np.clip(d, -speed, speed), [np.clip(dyaw, -1, 1)], grip]).astype(np.float32)
+        want = np.zeros(3) if swing is None else np.asarray(swing, dtype=float)
+        tilt = np.zeros(2)
+        if np.any(want) or np.any(ctrl.target_swing):
+            # the world-frame rotation from the commanded swing to the wanted one (about horizontal axes)
+            err = matrix_rotvec(rotvec_matrix(want) @ rotvec_matrix(ctrl.target_swing).T)
+            tilt = err[:2] / cfg.max_tilt_delta
+        rot = np.clip(np.concatenate([tilt, [dyaw]]), -speed, speed)
+        return np.concatenate([np.clip(d, -speed, speed), rot, grip]).astype(np.float32)
 
     def _reached(self, waypoint: np.ndarray, yaw: float | None = None, z_tol: float | None = None) -> bool:
         ctrl = self.env.controller
@@ -175,13 +204,19 @@ class ScriptedExpert:
                 self._set("plan")
                 return None
             return self._move(wp, ctrl.target_yaw, False)
+        if self.phase == "home":
+            wp = np.array([*ctrl.home_pos[:2], max(hover_z, ctrl.home_pos[2])])
+            if (self._reached(wp, ctrl.home_yaw) and tilted(ctrl, None)) or self.count > 60:
+                self._set("plan")
+                return None
+            return self._move(wp, ctrl.home_yaw, False)
         if self.phase == "rise":
             wp = np.array([ctrl.target_pos[0], ctrl.target_pos[1], max(hover_z, ctrl.target_pos[2])])
             if pos[2] > hover_z - self.cfg.pos_tol:
                 self._set("approach")
                 return None
             return self._move(wp, ctrl.target_yaw, False)
-        self.grasp = plan_grasp(w, node, w.robot.max_opening, ctrl.home_yaw) if self.phase in (
+        self.grasp = plan_grasp(w, node, w.robot.max_opening, ctrl.home_yaw, self.reserve) if self.phase in (
             "approach", "descend") else self.grasp
         g = self.grasp
         if self.phase == "approach":
@@ -205,24 +240,34 @@ class ScriptedExpert:
                 return None
             return self._move(g.point, g.yaw, False)
         if self.phase == "close":
-            if self.count >= self.cfg.close_steps:
+            width = ctrl.gripper_width()
+            settled = abs(width - self._last_width) < 5e-4  # the fingers stopped: on the object, or shut
+            self._last_width = width
+            if self.count >= self.cfg.close_steps and (settled or self.count >= 4 * self.cfg.close_steps):
                 bottom = self._subject_bottom(node)
                 self.carry_z = pos[2] + max(0.0, top_of_others(w, (node,)) + self.cfg.clearance - bottom)
                 self.carry_z = min(self.carry_z, ctrl.high[2])
                 self._set("lift")
                 return None
-            return self._move(ctrl.target_pos, g.yaw, True)
+            # hold where the fingers got to (the arm may have dipped below the commanded point), not above it
+            hold = np.array([*ctrl.target_pos[:2], max(g.point[2], min(ctrl.target_pos[2], pos[2]))])
+            return self._move(hold, g.yaw, True)
         if self.phase == "lift":
             wp = np.array([ctrl.target_pos[0], ctrl.target_pos[1], self.carry_z])
             if pos[2] > self.carry_z - self.cfg.pos_tol or (self.count > 40):
                 if not self._held(node):
                     self._retry("grasp missed the object")
                     return None
-                self.target = place_target(w, goal, (w.robot.reach_min, w.robot.reach_max))
+                self.target = place_target(w, goal, (w.robot.reach_min, w.robot.reach_max), upright=self.upright)
                 if self.target is None:
                     self.failure = f"no free place found for {goal.subject} {goal.predicate} {goal.object}"
                     self._set("failed")
                     return None
+                self.carry_yaw = turned_yaw(ctrl, self.target.turn, self.env.cfg.yaw_limit)
+                if self.target.upright:
+                    self.carry_yaw, self.swing, below = stand_up(w, ctrl, node, self.env.cfg.yaw_limit)
+                    # the hanging subject's end clears everything by 2 cm; no higher: the tilted arm reaches less
+                    self.carry_z = min(ctrl.high[2], top_of_others(w, (node,)) + 0.02 + below)
                 self._set("carry")
                 return None
             return self._move(wp, ctrl.target_yaw, True, self.cfg.carry_speed)
@@ -231,40 +276,59 @@ class ScriptedExpert:
             return None
         if self.phase == "carry":
             if goal.predicate in ("in", "on"):
-                self.target = place_target(w, goal, (w.robot.reach_min, w.robot.reach_max)) or self.target
-            xy = self.target[0]
-            obj = np.asarray(w.pose(node).position[:2])
-            if float(np.linalg.norm(xy - obj)) < self.cfg.pos_tol:
+                again = place_target(w, goal, (w.robot.reach_min, w.robot.reach_max), upright=self.upright)
+                self.target.xy = self.target.xy if again is None else again.xy
+            obj = anchor_xy(w, node, self.target.upright)
+            turned = abs(wrap(ctrl.target_yaw - self.carry_yaw)) < self.cfg.yaw_tol and tilted(ctrl, self.swing)
+            tol = 2 * self.cfg.pos_tol if self.target.upright else self.cfg.pos_tol  # a hanging subject sways
+            if float(np.linalg.norm(self.target.xy - obj)) < tol and turned:
                 self._set("lower")
                 return None
-            wp = np.array([*(ctrl.target_pos[:2] + 0.5 * (xy - obj)), self.carry_z])
-            return self._move(wp, ctrl.target_yaw, True, self.cfg.carry_speed)
+            if self.count > 150:
+                self._retry(f"could not carry {node} over its placement")
+                return None
+            if self.swing is not None and not turned:  # stand the subject up in place, slowly, then carry it
+                wp = np.array([*ctrl.target_pos[:2], self.carry_z])
+                return self._move(wp, self.carry_yaw, True, 0.3, self.swing)
+            wp = np.array([*(self._steer_from()[:2] + 0.5 * (self.target.xy - obj)), self.carry_z])
+            speed = self.cfg.carry_speed * (0.5 if self.target.upright else 1.0)  # a hanging subject swings
+            return self._move(wp, self.carry_yaw, True, speed, self.swing)
         if self.phase == "lower":
-            xy, release_z, tip_z = self.target
+            t = self.target
             bottom = self._subject_bottom(node)
-            obj = np.asarray(w.pose(node).position[:2])
-            z = max(pos[2] - (bottom - release_z), pos[2] - 0.015, tip_z)
-            wp = np.array([*(ctrl.target_pos[:2] + 0.5 * (xy - obj)), z])
-            if bottom < release_z + 0.005 or pos[2] < tip_z + 0.003 or (self.count > 2 and self._stalled(pos[2])):
+            obj = anchor_xy(w, node, t.upright)
+            z = max(pos[2] - (bottom - t.release_z), pos[2] - 0.015, t.tip_z)
+            wp = np.array([*(self._steer_from()[:2] + 0.5 * (t.xy - obj)), z])
+            if bottom < t.release_z + 0.005 or pos[2] < t.tip_z + 0.003 or (self.count > 2 and self._stalled(pos[2])):
                 self._set("release")
                 return None
-            return self._move(wp, ctrl.target_yaw, True)
+            return self._move(wp, self.carry_yaw, True, swing=self.swing)
         if self.phase == "release":
             if self.count >= self.cfg.open_steps:
                 self._set("retreat")
                 return None
-            return self._move(ctrl.target_pos, ctrl.target_yaw, False)
+            return self._move(ctrl.target_pos, ctrl.target_yaw, False, swing=self.swing)
         if self.phase == "retreat":
             wp = np.array([ctrl.target_pos[0], ctrl.target_pos[1], max(hover_z, pos[2])])
             if self.count >= 3 and (pos[2] > hover_z - self.cfg.pos_tol or self.count > 30):
                 if world_goal_holds(w, goal):
                     self.goal_index, self.tries = self.goal_index + 1, 0
-                    self._set("plan")
+                    # after standing a subject up, the tilted arm goes home before the next goal (IK branch)
+                    self._set("home" if self.swing is not None else "plan")
+                elif self.count < 45:  # the subject may still be settling
+                    return self._move(wp, ctrl.target_yaw, False, swing=self.swing)
                 else:
                     self._retry(f"{goal.subject} is not {goal.predicate} {goal.object} after release")
                 return None
-            return self._move(wp, ctrl.target_yaw, False)
+            return self._move(wp, ctrl.target_yaw, False, swing=self.swing)
         raise ConfigError(f"expert: unknown phase {self.phase!r}")
+
+    # ------------------------------------------------------------------ placing helpers
+    def _steer_from(self) -> np.ndarray:
+        """The commanded position, or the actual one when the arm lags it (no wind-up against a limit)."""
+        ctrl = self.env.controller
+        pos, _ = ctrl.ee_pose()
+        return ctrl.target_pos if float(np.linalg.norm(ctrl.target_pos - pos)) < 0.02 else pos
 
     def _plan(self) -> np.ndarray | None:
         w = self.env.world
@@ -283,9 +347,13 @@ class ScriptedExpert:
         if world_goal_holds(w, g) and not self._held(g.subject):
             self.goal_index += 1
             return None
-        grasp = plan_grasp(w, g.subject, w.robot.max_opening, self.env.controller.home_yaw)
+        self.swing, self.target = None, None
+        modes = upright_modes(w, g)
+        self.upright = modes[self.tries % len(modes)]  # a failed try takes the other way, if any
+        self.reserve = INSERT_RESERVE if self.upright else 0.0
+        grasp = plan_grasp(w, g.subject, w.robot.max_opening, self.env.controller.home_yaw, self.reserve)
         reach = float(np.hypot(grasp.point[0], grasp.point[1]))
-        if not 0.8 * w.robot.reach_min <= reach <= 1.1 * w.robot.reach_max:
+        if not GRASP_REACH[0] * w.robot.reach_min <= reach <= GRASP_REACH[1] * w.robot.reach_max:
             self.failure = f"{g.subject} is out of reach ({reach:.2f} m from the base)"
             self._set("failed")
             return None

@@ -11,15 +11,19 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from shapely.geometry import Point
+import shapely.affinity
+from shapely.geometry import Point, Polygon
 
-from scenegen.geometry import asset_geometry
+from scenegen.assets.base import Asset
+from scenegen.geometry import asset_geometry, ray_hits
 from scenegen.graph import Goal
-from scenegen.relations import RelationConfig, box_center, check_relation, footprint, z_range
+from scenegen.relations import RelationConfig, box_center, check_relation, footprint, judge_relation, z_range
 from scenegen.rotations import quat_matrix
 from scenegen.scene import Pose
 from scenegen.sim.control import wrap
 from scenegen.sim.world import World
+from scenegen.tasks.grasps import grasp_mesh, is_long, rim_grasp, section_grasp
+from scenegen.tasks.tracker import node_body
 
 FINGER_DEPTH = 0.03
 """How far (m) below an object's top the fingertips may go before the hand touches it."""
@@ -55,18 +59,35 @@ def _yaw_for_axis(axis: np.ndarray, near: float, home: float = 0.0) -> float:
     return min(ok, key=lambda y: abs(wrap(y - near)))
 
 
-def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float) -> Grasp:
-    """Grasp of ``node`` from its asset's hint (mode, width, height, x) and its current pose."""
+def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, reserve: float = 0.0) -> Grasp:
+    """Grasp of ``node`` in its current pose.
+
+    A long object lying down is pinched across a cross-section of its mesh, and an upright open
+    container wider than the gripper on its wall (see :mod:`scenegen.tasks.grasps`); otherwise
+    the asset's hint (mode, width, height, x) is used, closing across the narrower side.
+    ``reserve``: a long object's grasp keeps this far from its heavy end (see
+    :func:`~scenegen.tasks.grasps.section_grasp`).
+    """
     asset = world.assets[node]
     pose = world.pose(node)
     rot = quat_matrix(pose.orientation)
     ext = np.asarray(asset.extents, dtype=float)
+    table = world.scene.table_height
+    measured = None
+    if is_long(asset, pose):
+        measured = section_grasp(asset, pose, table, max_opening, reserve), "top"
+    elif min(ext[0], ext[1]) > max_opening - 0.008:
+        base = np.asarray(world.scene.robot_base.position[:2], dtype=float)
+        measured = rim_grasp(asset, pose, base), "rim"
+    if measured is not None and measured[0] is not None:
+        (point, axis, width), mode = measured
+        natural = wrap(home_yaw + math.atan2(point[1], point[0]))
+        return Grasp(np.asarray(point, dtype=float), _yaw_for_axis(axis, natural, home_yaw), float(width), mode)
     hint = dict(asset.grasp or {})
     mode = str(hint.get("mode", "top"))
     height = float(hint.get("height", ext[2] / 2))
     local = np.array([float(hint.get("x", 0.0)), 0.0, height])
     point = np.asarray(pose.position) + rot @ local
-    table = world.scene.table_height
     _, top = z_range(pose, tuple(ext))
     if mode == "rim":
         axis, width = rot[:, 0], float(hint.get("width", 0.01))
@@ -176,14 +197,143 @@ def _moved(pose: Pose, xy: np.ndarray, z: float) -> Pose:
     return Pose((float(xy[0]), float(xy[1]), z), pose.orientation)
 
 
+@dataclass
+class Placement:
+    """Where and how to put a goal's subject down."""
+
+    xy: np.ndarray
+    """Target xy of the subject's origin (of its lowest point when ``upright``)."""
+    release_z: float
+    """The subject is released once its bottom is this low."""
+    tip_z: float
+    """Lowest height of the grasp target (the fingers stay above a receptacle's rim)."""
+    turn: float = 0.0
+    """Turn (rad, about z) to give the subject before lowering it, so that its footprint fits."""
+    upright: bool = False
+    """Stand the long subject up, heavy end first, and lower it into the receptacle's cavity."""
+
+
+INSERT_RESERVE = 0.07
+"""A long object stood up in a receptacle is held at least this far (m) from its heavy end."""
+
+
+def _region(world: World, obj: str, kind: str) -> Polygon:
+    """Where a subject's footprint must fit: the cavity's opening (``in``) or the object's footprint (``on``)."""
+    return node_body(world.assets[obj], world.pose(obj)).opening() if kind == "in" else \
+        footprint(world.pose(obj), tuple(world.assets[obj].extents))
+
+
+def _fit_turn(world: World, s: str, region: Polygon, centre: np.ndarray) -> float | None:
+    """Smallest turn (rad) of the subject after which its footprint, centred at ``centre``, fits ``region``."""
+    sp, ext = world.pose(s), tuple(world.assets[s].extents)
+    inner = region.buffer(-0.004)
+    if inner.is_empty:
+        return None
+    origin = np.asarray(sp.position[:2])
+    for turn in sorted(np.radians(np.arange(-90, 91, 10)), key=abs):
+        fp = shapely.affinity.rotate(footprint(sp, ext), float(turn), origin=tuple(origin), use_radians=True)
+        fp = shapely.affinity.translate(fp, *(centre - origin))
+        if inner.contains(fp):
+            return float(turn)
+    return None
+
+
+def inner_radii(asset: Asset, z: float, angles: np.ndarray) -> np.ndarray:
+    """Distance (m) from a container's cavity axis to its inner wall at asset-frame height ``z``, per angle.
+
+    Rays are cast on the visual mesh from the centre of the cavity's footprint; inf where a ray
+    escapes (an open side).
+    """
+    key = (asset.id, str(asset.path), round(float(z), 4), len(angles))
+    if key in _RADII:
+        return _RADII[key]
+    mesh = grasp_mesh(asset)
+    geom = asset_geometry(asset)
+    if mesh is None or not geom.has_cavity:
+        return np.zeros(len(angles))
+    cx, cy = geom.inner.mean(axis=0)
+    dirs = np.stack([np.cos(angles), np.sin(angles), np.zeros_like(angles)], axis=1)
+    out = ray_hits(mesh[0][mesh[1]], np.tile([cx, cy, z], (len(angles), 1)), dirs)
+    if len(_RADII) > 256:
+        _RADII.clear()
+    _RADII[key] = out
+    return out
+
+
+_RADII: dict[tuple, np.ndarray] = {}
+
+
+def lying_turn(world: World, s: str, o: str) -> float | None:
+    """Smallest turn (rad, about z) after which subject ``s`` lies inside ``o``'s cavity, centre of mass below the rim.
+
+    The subject's box (length and width) must fit across the cavity at the height where its centre
+    of mass would be just below the rim (a long object lies on a bowl's sloping wall, not on its
+    floor).
+    None: no turn fits (or ``o`` has no upright cavity).
+    """
+    sa, oa = world.assets[s], world.assets[o]
+    sp, op = world.pose(s), world.pose(o)
+    rot = quat_matrix(op.orientation)
+    geom = asset_geometry(oa)
+    if rot[2, 2] < 0.9 or not geom.has_cavity:
+        return None
+    ext = sorted(sa.extents[:2], reverse=True)
+    height = float(sa.extents[2])
+    com_z = min(float(sa.com[2]), 0.5 * height)  # a lying subject's centre of mass above its lowest point
+    z = max(geom.floor_z + 0.003, geom.zlim[1] - com_z - 0.003)
+    angles = np.linspace(0, 2 * math.pi, 24, endpoint=False)
+    r = inner_radii(oa, z, angles)
+    k = len(angles)
+    across = r + np.roll(r, -k // 2)  # the cavity's width along each angle (both sides of the axis)
+    fits = (across >= ext[0] + 0.003) & (np.roll(across, -k // 4) >= ext[1] + 0.003)
+    if not fits.any():
+        return None
+    o_yaw = math.atan2(rot[1, 0], rot[0, 0])
+    srot = quat_matrix(sp.orientation)
+    s_yaw = math.atan2(srot[1, 0], srot[0, 0]) if sa.extents[0] >= sa.extents[1] else \
+        math.atan2(srot[1, 1], srot[0, 1])
+    turns = [(wrap(o_yaw + a - s_yaw) + math.pi / 2) % math.pi - math.pi / 2 for a in angles[fits]]
+    return float(min(turns, key=abs))
+
+
+def upright_modes(world: World, goal: Goal) -> list[bool]:
+    """How the expert may put ``goal.subject`` ``in`` its receptacle, best first: lying (False), stood up (True).
+
+    A long subject that cannot lie with its centre of mass below the rim (:func:`lying_turn`) is
+    stood up first; the other mode is kept as a second choice when the subject is long, the cavity
+    deep (4 cm) and, to lie, not much longer than the cavity's rim is wide, since the lying test
+    reads the subject's box, not its shape (a curved banana lies lower than its box).
+    """
+    if goal.predicate != "in":
+        return [False]
+    sa, oa = world.assets[goal.subject], world.assets[goal.object]
+    geom = asset_geometry(oa)
+    can_stand = is_long(sa, world.pose(goal.subject)) and sa.extents[0] >= INSERT_RESERVE + 0.02 \
+        and geom.has_cavity and geom.zlim[1] - geom.floor_z > 0.04
+    if not can_stand:
+        return [False]
+    if lying_turn(world, goal.subject, goal.object) is not None:
+        return [False, True]
+    r = inner_radii(oa, geom.zlim[1] - 0.005, np.linspace(0, 2 * math.pi, 24, endpoint=False))
+    widest = float(np.max(r + np.roll(r, -12)))
+    # lying is a second choice only when the subject is not much longer than the cavity is wide at its rim
+    return [True, False] if sa.extents[0] <= 1.3 * widest else [True]
+
+
+def needs_upright(world: World, goal: Goal) -> bool:
+    """True when the expert's first choice for ``goal`` is to stand its subject up (see :func:`upright_modes`)."""
+    return upright_modes(world, goal)[0]
+
+
 def place_target(world: World, goal: Goal, reach: tuple[float, float],
-                 rel: RelationConfig | None = None) -> tuple[np.ndarray, float, float] | None:
-    """Where to put ``goal.subject``.
+                 rel: RelationConfig | None = None, upright: bool | None = None) -> Placement | None:
+    """Where (and how) to put ``goal.subject`` so that the goal's relation holds; None when nowhere was found.
 
-    Returns its origin's target xy, the height its bottom is released at, and the lowest height for
-    the fingertips (they stay above a receptacle's rim, so opening them cannot catch its walls).
-
-    Returns None when no placement satisfying the relation was found.
+    ``in``: at the cavity's centre (beside what already lies in it), turned so that the subject's
+    footprint fits the opening, or stood up when it cannot lie inside (:func:`needs_upright`; ``upright``
+    forces either);
+    ``on``: at the object's centre, turned to fit its top; other relations: the nearest free spot
+    on the table where the tightened relation holds.
     """
     s, o = goal.subject, goal.object
     sa, oa = world.assets[s], world.assets[o]
@@ -193,22 +343,29 @@ def place_target(world: World, goal: Goal, reach: tuple[float, float],
     if goal.predicate == "in":
         geom = asset_geometry(oa)
         rot = quat_matrix(op.orientation)
-        centre = np.asarray(op.position, dtype=float)
-        others = [n for n in world.objects() if n not in (s, o) and check_relation("in", world.pose(n),
-                  tuple(world.assets[n].extents), op, o_ext)[0]]
-        xy = centre[:2]
+        receptacle = node_body(oa, op)
+        region = receptacle.opening()
+        centre = np.asarray(region.centroid.coords[0], dtype=float)
+        others = [n for n in world.objects() if n not in (s, o)
+                  and judge_relation("in", node_body(world.assets[n], world.pose(n)), receptacle)[0]]
+        xy = centre
         if others and len(geom.inner) >= 3:
-            inner_r = float(np.min(np.linalg.norm(geom.inner, axis=1)))
-            cands = [centre[:2] + 0.45 * inner_r * np.array([math.cos(a), math.sin(a)])
+            inner_r = float(np.min(np.linalg.norm(geom.inner - geom.inner.mean(axis=0), axis=1)))
+            cands = [centre + 0.45 * inner_r * np.array([math.cos(a), math.sin(a)])
                      for a in np.linspace(0, 2 * math.pi, 8, endpoint=False)]
             pts = [np.asarray(world.pose(n).position[:2]) for n in others]
             xy = max(cands, key=lambda c: min(float(np.linalg.norm(c - q)) for q in pts))
         floor = float((np.asarray(op.position) + rot @ np.array([0.0, 0.0, geom.floor_z]))[2])
-        return np.asarray(xy, dtype=float), floor + 0.012, z_range(op, o_ext)[1] + 0.01
+        rim = z_range(op, o_ext)[1]
+        if needs_upright(world, goal) if upright is None else upright:
+            return Placement(np.asarray(xy, dtype=float), floor + 0.015, rim + 0.035, 0.0, True)
+        turn = lying_turn(world, s, o)
+        return Placement(np.asarray(xy, dtype=float), floor + 0.012, rim + 0.01, turn or 0.0)
     if goal.predicate == "on":
-        c = box_center(op, o_ext)
+        c = np.asarray(box_center(op, o_ext)[:2], dtype=float)
         top = z_range(op, o_ext)[1]
-        return np.asarray(c[:2], dtype=float), top + 0.012, top + 0.003
+        turn = _fit_turn(world, s, _region(world, o, "on"), c)
+        return Placement(c, top + 0.012, top + 0.003, turn or 0.0)
     tight = (rel or RelationConfig()).tightened()
     ofp = footprint(op, o_ext)
     oc = np.asarray(box_center(op, o_ext)[:2])
@@ -236,5 +393,5 @@ def place_target(world: World, goal: Goal, reach: tuple[float, float],
     for c in cands:
         moved = _moved(sp, c + to_origin, table)
         if check_relation(goal.predicate, moved, s_ext, op, o_ext, tight)[0] and free.fits(moved):
-            return np.asarray(c + to_origin, dtype=float), table + 0.01, table + 0.003
+            return Placement(np.asarray(c + to_origin, dtype=float), table + 0.01, table + 0.003)
     return None

@@ -1,21 +1,23 @@
 """Task progress from the simulator's state: goals (via :mod:`scenegen.relations`), rewards, failure flags.
 
-A goal ``subject predicate object`` holds when the relation predicate holds on the
-current poses and extents (``upright``/``inverted``/``lying`` goals use the state
-predicates); with ``require_release`` the subject must also be at rest and untouched by
-the fingers. Rewards are sparse: +1 the first time a goal holds in an episode, -1 for
-each object newly knocked off the table.
+A goal ``subject predicate object`` holds when the relation predicate of
+:mod:`scenegen.relations` holds on the current bodies (poses, hulls, centres of mass, cavities)
+and the subject's contacts and speed (``upright``/``inverted``/``lying`` goals use the state
+predicates). The env's success, QA's semantic check and the expert all judge goals here. With
+``require_release`` the subject must also be at rest and untouched by the fingers. Rewards are
+sparse: +1 the first time a goal holds in an episode, -1 for each object newly knocked off the table.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from scenegen.geometry import asset_geometry, transform_points
+from scenegen.assets.base import Asset
+from scenegen.geometry import asset_geometry
 from scenegen.graph import Goal
-from scenegen.relations import check_relation, state_holds
+from scenegen.relations import Body, Contact, RelationConfig, judge_relation, state_holds
 from scenegen.scene import Pose
 from scenegen.sim.world import World
 from scenegen.tasks.config import EpisodeConfig
@@ -24,60 +26,93 @@ FAILURES = ("grasp_failed", "dropped", "knocked_off", "wrong_object", "timeout")
 """Failure flags reported in ``info``."""
 
 
-def hull_box(hull: np.ndarray, pose: Pose) -> tuple[Pose, tuple[float, float, float]]:
-    """Axis-aligned world box of a posed convex hull, as an (upright pose, extents) pair.
+CONTACT_DISTANCE = 0.003
+"""Contact points farther apart than this (m) do not count as touching (Bullet keeps points up to ~2 cm)."""
 
-    A tilted or rolled object's box from its pose and asset extents reaches below its real
-    lowest point (a rolled apple's by centimetres); the hull's box does not.
+
+def node_body(asset: Asset, pose: Pose) -> Body:
+    """The :class:`~scenegen.relations.Body` of an asset at a pose: extents, hull, centre of mass, cavity."""
+    geom = asset_geometry(asset)
+    return Body(pose, tuple(asset.extents), tuple(asset.com), geom.hull, geom.inner if geom.has_cavity else None)
+
+
+def contact_graph(world: World) -> dict[str, set[str]]:
+    """Node -> the nodes (objects and table, not the robot) it touches now, from one contact query."""
+    p = world._p
+    out: dict[str, set[str]] = {n: set() for n in world.body_of}
+    for c in p.getContactPoints(physicsClientId=world.client):
+        if c[8] > CONTACT_DISTANCE:
+            continue
+        a, b = world.node_of.get(c[1]), world.node_of.get(c[2])
+        if a is not None and b is not None and a != b:
+            out[a].add(b)
+            out[b].add(a)
+    return out
+
+
+def contact_of(graph: dict[str, set[str]], subject: str, obj: str, table: str | None, speed: float) -> Contact:
+    """The subject's :class:`~scenegen.relations.Contact` toward ``obj`` from a :func:`contact_graph`.
+
+    The subject rests on ``obj`` when it touches it, or touches an object (not the table) that touches it.
     """
-    pts = transform_points(hull, pose)
-    lo, hi = pts.min(axis=0), pts.max(axis=0)
-    centre = (lo + hi) / 2
-    return Pose((float(centre[0]), float(centre[1]), float(lo[2]))), tuple(float(v) for v in hi - lo)
+    near = graph.get(subject, set())
+    parent = obj in near or any(obj in graph.get(m, set()) for m in near if m not in (table, obj))
+    return Contact(parent, table in near, float(speed), obj == table)
 
 
-def goal_holds(goal: Goal, poses: dict[str, Pose], extents: dict[str, tuple[float, float, float]],
-               hulls: dict[str, np.ndarray] | None = None) -> bool:
-    """True when ``goal`` holds for these asset-frame poses and extents (no release condition).
+def relation_in_world(world: World, subject: str, kind: str, obj: str, cfg: RelationConfig | None = None,
+                      graph: dict[str, set[str]] | None = None) -> tuple[bool, str]:
+    """``subject kind obj`` in the world's current state: bodies, contacts and speed (no release condition)."""
+    graph = contact_graph(world) if graph is None else graph
+    lin, _ = world.velocity(subject)
+    contact = contact_of(graph, subject, obj, world.scene.graph.support_id, float(np.linalg.norm(lin)))
+    return judge_relation(kind, node_body(world.assets[subject], world.pose(subject)),
+                          node_body(world.assets[obj], world.pose(obj)), cfg, contact)
 
-    With ``hulls`` (node -> convex-hull vertices in the asset frame), a relation goal's subject is
-    described by the world box of its hull (see :func:`hull_box`) instead of its posed extents.
+
+def goal_check(goal: Goal, bodies: dict[str, Body], contact: Contact | None = None,
+               cfg: RelationConfig | None = None) -> tuple[bool, str]:
+    """Whether ``goal`` holds for these bodies (and the subject's contacts), and why not.
+
+    State goals (``upright``, ``inverted``, ``lying``) read the subject's orientation only.
     """
     if goal.is_state:
-        return state_holds(goal.predicate, poses[goal.subject])
-    s_pose, s_ext = poses[goal.subject], extents[goal.subject]
-    if hulls is not None and goal.subject in hulls:
-        s_pose, s_ext = hull_box(hulls[goal.subject], s_pose)
-    o_pose, o_ext = poses[goal.object], extents[goal.object]
-    exact = hulls is not None and goal.subject in hulls
-    if goal.predicate in ("in", "on") and _far_apart(s_pose, s_ext, o_pose, o_ext, exact):
-        return False
-    return check_relation(goal.predicate, s_pose, s_ext, o_pose, o_ext)[0]
+        ok = state_holds(goal.predicate, bodies[goal.subject].pose, cfg)
+        return ok, "" if ok else f"{goal.subject} is not {goal.predicate}"
+    s, o = bodies[goal.subject], bodies[goal.object]
+    if goal.predicate in ("in", "on") and _far_apart(s, o):
+        return False, "the subject is far from the object"
+    return judge_relation(goal.predicate, s, o, cfg, contact)
 
 
-def _far_apart(s_pose: Pose, s_ext: tuple, o_pose: Pose, o_ext: tuple, exact: bool = False) -> bool:
-    """Cheap sufficient test that ``on``/``in`` cannot hold (skips the polygon test).
+def goal_holds(goal: Goal, bodies: dict[str, Body], contact: Contact | None = None,
+               cfg: RelationConfig | None = None) -> bool:
+    """True when ``goal`` holds (see :func:`goal_check`)."""
+    return goal_check(goal, bodies, contact, cfg)[0]
 
-    True when the subject's box centre lies farther from the object's origin than any corner
-    of the object's box reaches, or the subject's lowest possible point is 10 cm above the
-    object's highest possible point. ``exact``: ``s_pose`` is an upright box (from
-    :func:`hull_box`) whose origin is its centre in xy and its bottom in z.
+
+def _far_apart(s: Body, o: Body) -> bool:
+    """Cheap sufficient test that ``on``/``in`` cannot hold (skips the polygon tests).
+
+    True when the subject's origin lies farther from the object's origin than the two bodies'
+    sizes reach, or the subject's origin is far above the object's.
     """
-    s_size, o_size = float(np.linalg.norm(s_ext)), float(np.linalg.norm(o_ext))
-    if exact:
-        s_size = 0.0
-    corner = float(np.linalg.norm([o_ext[0] / 2, o_ext[1] / 2, o_ext[2]]))
-    d = float(np.hypot(s_pose.position[0] - o_pose.position[0], s_pose.position[1] - o_pose.position[1]))
-    return d > corner + s_size + 0.01 or s_pose.position[2] - s_size > o_pose.position[2] + o_size + 0.1
+    s_size, o_size = float(np.linalg.norm(s.extents)), float(np.linalg.norm(o.extents))
+    d = float(np.hypot(s.pose.position[0] - o.pose.position[0], s.pose.position[1] - o.pose.position[1]))
+    return d > s_size + o_size + 0.01 or s.pose.position[2] - s_size > o.pose.position[2] + o_size + 0.1
 
 
-def world_goal_holds(world: World, goal: Goal) -> bool:
-    """True when ``goal`` holds in the world's current state (no release condition)."""
-    names = [n for n in (goal.subject, goal.object) if n is not None]
-    poses = {n: world.pose(n) for n in names}
-    extents = {n: tuple(world.assets[n].extents) for n in names}
-    hulls = {goal.subject: asset_geometry(world.assets[goal.subject]).hull}
-    return goal_holds(goal, poses, extents, hulls)
+def world_goal_check(world: World, goal: Goal, cfg: RelationConfig | None = None) -> tuple[bool, str]:
+    """Whether ``goal`` holds in the world's current state (contacts and rest included, no release condition)."""
+    if goal.is_state:
+        body = Body(world.pose(goal.subject), tuple(world.assets[goal.subject].extents))
+        return goal_check(goal, {goal.subject: body}, None, cfg)
+    return relation_in_world(world, goal.subject, goal.predicate, goal.object, cfg)
+
+
+def world_goal_holds(world: World, goal: Goal, cfg: RelationConfig | None = None) -> bool:
+    """True when ``goal`` holds in the world's current state (see :func:`world_goal_check`)."""
+    return world_goal_check(world, goal, cfg)[0]
 
 
 @dataclass
@@ -107,7 +142,9 @@ class TaskTracker:
         self.goals: list[Goal] = list(world.scene.graph.goals)
         self.subjects = {g.subject for g in self.goals}
         self.extents = {n: tuple(a.extents) for n, a in world.assets.items()}
-        self.hulls = {g.subject: asset_geometry(world.assets[g.subject]).hull for g in self.goals}
+        self.relations = RelationConfig(rest_speed=cfg.rest_speed)
+        names = {n for g in self.goals for n in (g.subject, g.object) if n is not None}
+        self._bodies = {n: node_body(world.assets[n], world.pose(n)) for n in sorted(names)}
         self.objects = world.objects()
         self.finger_links = list(world.finger_joints)
         self.table_z = world.scene.table_height
@@ -156,12 +193,16 @@ class TaskTracker:
         w = self.world
         poses = self.poses()
         touched, held = self.touching()
+        bodies = {n: replace(b, pose=poses[n]) for n, b in self._bodies.items()}
+        graph = contact_graph(w) if any(not g.is_state for g in self.goals) else {}
+        support = w.scene.graph.support_id
         goals_now = []
         for g in self.goals:
-            ok = goal_holds(g, poses, self.extents, self.hulls)
+            speed = float(np.linalg.norm(w.velocity(g.subject)[0])) if self.cfg.require_release else 0.0
+            contact = None if g.is_state else contact_of(graph, g.subject, g.object, support, speed)
+            ok = goal_check(g, bodies, contact, self.relations)[0]
             if ok and self.cfg.require_release:
-                lin, _ = w.velocity(g.subject)
-                ok = g.subject not in touched and float(np.linalg.norm(lin)) < self.cfg.rest_speed
+                ok = g.subject not in touched and speed < self.cfg.rest_speed
             goals_now.append(ok)
         reward = 0.0
         newly_off = []

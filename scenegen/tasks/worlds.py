@@ -148,7 +148,8 @@ def build_world(scene: Scene, lookup: Any, cfg: EpisodeConfig) -> CachedWorld:
         world.step(24)
         for j in world.finger_joints:
             p.changeDynamics(world.robot_id, j, lateralFriction=cfg.finger_friction, spinningFriction=0.01,
-                             frictionAnchor=1, physicsClientId=c)
+                             frictionAnchor=1, contactStiffness=cfg.finger_stiffness,
+                             contactDamping=cfg.finger_damping, physicsClientId=c)
         if not cfg.render_ground:
             p.changeVisualShape(world.ground_id, -1, rgbaColor=[1, 1, 1, 0], physicsClientId=c)
         nominal = {}

@@ -55,7 +55,7 @@ def place(graph: SceneGraph, assets: dict, layout: dict, gap: float = 0.001) -> 
         poses[node] = Pose((x, y, z), axis_angle_quat((0.0, 0.0, 1.0), yaw))
     spec = get_robot("panda")
     scene = Scene(id="", graph=graph, assets={n: a.id for n, a in assets.items()}, poses=poses, robot="panda",
-                  robot_base=spec.base_pose, table_height=0.0, cameras=default_cameras(spec, TABLE_X, 0.0),
+                  robot_base=spec.base_pose, table_height=0.0, cameras=default_cameras(spec, table_height=0.0),
                   lights=[Light()], seed=0)
     scene.id = scene.compute_id()
     return scene

@@ -21,7 +21,7 @@ FAST = CollisionConfig.fast(threshold=0.1, max_hulls=8, resolution=300, mcts_ite
 OBJECTS = {
     "table": ("table", "support"),
     "bowl_1": ("bowl", "receptacle"),
-    "banana_1": ("banana", "distractor"),
+    "lemon_1": ("lemon", "distractor"),
     "apple_1": ("apple", "target"),
     "cutting_board_1": ("cutting_board", "distractor"),
     "can_1": ("can", "distractor"),
@@ -34,7 +34,7 @@ OBJECTS = {
 RELATIONS = [
     ("bowl_1", "on", "table"), ("cutting_board_1", "on", "table"), ("can_1", "on", "table"),
     ("bottle_1", "on", "table"), ("block_1", "on", "table"), ("sponge_1", "on", "table"),
-    ("banana_1", "in", "bowl_1"), ("apple_1", "on", "cutting_board_1"),
+    ("lemon_1", "in", "bowl_1"), ("apple_1", "on", "cutting_board_1"),
     ("can_1", "left_of", "bottle_1"), ("block_1", "right_of", "bottle_1"),
     ("sponge_1", "in_front_of", "bottle_1"), ("block_1", "behind", "sponge_1"),
     ("can_1", "near", "bowl_1"), ("cutting_board_1", "far_from", "bowl_1"),

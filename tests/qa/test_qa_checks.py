@@ -151,6 +151,28 @@ def test_semantic_reports_state_violation(kit):
     assert not res.passed and "state does not hold: block_1 is not upright" in res.reason
 
 
+def test_semantic_rejects_a_goal_that_holds_at_the_start(kit, cache):
+    graph, assets = kit
+    # block_1 already stacked on block_2: the task "stack the red block on the blue block" is solved
+    top = assets["block_2"].extents[2]
+    stacked = moved(GOOD, block_1=(0.50, -0.12, 0.3, top + 0.001))
+    g = graph.copy()
+    g.remove_relation("block_1", "on", "table")
+    g.remove_relation("block_1", "left_of", "block_2")
+    g.add_relation("block_1", "on", "block_2")  # the layout this scene records (relations hold)
+    g.goals = list(graph.goals)
+    scene = place(g, assets, stacked)
+    with settled(scene, assets) as world:
+        res = _check("semantic", scene, world)
+    assert not res.passed and "goal already holds at the start: block_1 on block_2" in res.reason, res.reason
+    assert res.metrics["goals_held_at_start"] == 1 and res.metrics["goals"][0]["holds_at_start"]
+    assert all(r["holds"] for r in res.metrics["relations"])  # only the solved goal fails it
+    good_scene = place(graph, assets, GOOD)
+    with settled(good_scene, assets) as world:
+        ok = _check("semantic", good_scene, world)
+    assert ok.passed and ok.metrics["goals_held_at_start"] == 0
+
+
 def test_visibility_rejects_target_hidden_behind_cereal_box(kit):
     graph, assets = kit
     # the front camera looks from +x back at the robot: a cereal box turned broadside at larger x hides block_1

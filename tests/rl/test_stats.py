@@ -15,7 +15,7 @@ def test_wilson_against_known_values():
     # Wilson score at z = 1.96: 8/10 -> [0.4902, 0.9433]; 0/10 -> [0, 0.2775]; 50/100 -> [0.4038, 0.5962]
     assert stats.wilson_interval(8, 10) == pytest.approx((0.4902, 0.9433), abs=1e-4)
     assert stats.wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
-    assert stats.wilson_interval(10, 10)[1] == pytest.approx(1.0)
+    assert stats.wilson_interval(10, 10)[1] == 1.0 and stats.wilson_interval(0, 12)[0] == 0.0
     assert stats.wilson_interval(50, 100) == pytest.approx((0.4038, 0.5962), abs=1e-4)
     lo90, hi90 = stats.wilson_interval(50, 100, confidence=0.90)
     assert 0.4038 < lo90 < 0.5 < hi90 < 0.5962

@@ -249,7 +249,8 @@ GENERATE_OPTIONS = [
 DEMOS_OPTIONS = [
     (["-n"], None), (["-o", "--out"], None), (["--seed"], 0), (["--image-size"], 128), (["--cameras"], "front"),
     (["--max-steps"], 300), (["--max-attempts"], None), (["--pointcloud", "--no-pointcloud"], False),
-    (["--randomize", "--no-randomize"], False), (["--overwrite"], False),
+    (["--action-mode"], "ee7"), (["--randomize", "--no-randomize"], False), (["--image-format"], "video"),
+    (["--episodes-per-file"], 50), (["--workers"], 1), (["--overwrite"], False),
 ]
 QA_OPTIONS = [
     (["--checks"], None), (["--vlm"], False), (["--fail-fast"], False), (["--no-write"], False), (["--json"], False),

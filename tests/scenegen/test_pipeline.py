@@ -99,7 +99,7 @@ def test_impossible_layout_fails_clearly_in_bounded_time(tmp_path, cache):
     cfg = replace(CFG, collision=CollisionConfig(method="hull"), attempts_per_scene=1.0)
     t0 = time.perf_counter()
     with pytest.raises(ScenegenError) as ei:
-        generate("put 20 large books in the tote", 1, tmp_path / "full", seed=0, config=cfg,
+        generate("put 20 large bowls in the tote", 1, tmp_path / "full", seed=0, config=cfg,
                  cache_dir=cache, progress=False)
     msg = str(ei.value)
     assert "0/1 scenes accepted" in msg and "LayoutError" in msg

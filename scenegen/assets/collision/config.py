@@ -13,7 +13,7 @@ import trimesh
 
 from scenegen.errors import ConfigError
 
-METHODS = ("auto", "coacd", "primitive", "hull")
+METHODS = ("auto", "direct", "coacd", "primitive", "hull")
 
 
 @dataclass(frozen=True)
@@ -23,9 +23,15 @@ class CollisionConfig:
     threshold: float = 0.05
     """CoACD concavity threshold (smaller: more, tighter parts)."""
     max_hulls: int = 16
-    """Most convex parts per asset."""
+    """Most convex parts of a CoACD decomposition (a builder's own parts follow ``direct_tolerance``)."""
     method: str = "auto"
-    """``auto``, ``coacd``, ``primitive`` or ``hull``."""
+    """``auto`` (per mesh: the builder's primitive, else the builder's own convex parts, else CoACD for
+    a cavity or a concave outline, else the convex hull), ``direct`` (the builder's own parts where it
+    has them, else as ``auto``), ``coacd`` (CoACD for every mesh that is not a primitive), ``primitive``
+    or ``hull``."""
+    direct_tolerance: float = 0.002
+    """Largest bridge (m) one of a builder's own convex parts may make over a concave stretch (the chord
+    across a curved inner wall, the inside of a bend); smaller: more, tighter parts."""
     preprocess_resolution: int = 50
     """CoACD's voxel resolution of the manifold pre-pass (run only on meshes that are not watertight)."""
     resolution: int = 1000
@@ -71,6 +77,8 @@ class CollisionConfig:
             raise ConfigError(f"simplify {self.simplify} is out of range; use 0..0.05")
         if not 0.0 < self.convex_ratio <= 1.0:
             raise ConfigError(f"convex_ratio {self.convex_ratio} is out of range; use (0, 1]")
+        if not 0.0002 <= self.direct_tolerance <= 0.02:
+            raise ConfigError(f"direct_tolerance {self.direct_tolerance} is out of range; use 0.0002..0.02 m")
         if self.timeout_s <= 0:
             raise ConfigError(f"timeout_s {self.timeout_s} must be positive")
         if not 0.0 < self.bbox_tolerance < 0.5:
@@ -113,7 +121,7 @@ class CollisionResult:
     """The convex parts of one proxy and how they were obtained."""
 
     method: str
-    """``coacd``, ``primitive`` or ``hull``."""
+    """``direct`` (the builder's own parts), ``coacd``, ``primitive`` or ``hull``."""
     parts: list[trimesh.Trimesh]
     """Convex, watertight parts in the asset frame."""
     primitive: dict | None = None
@@ -123,7 +131,8 @@ class CollisionResult:
     bbox_error: float = 0.0
     """Largest relative difference of the proxy's bbox extents from the visual mesh's."""
     seconds: float = 0.0
-    """CoACD wall time spent now (0 when served from the decomposition cache)."""
+    """Decomposition wall time spent now: CoACD's (0 when served from the decomposition cache) or the
+    builder's own parts'."""
     cached: bool = False
     """The decomposition came from the cache."""
     stats: dict = field(default_factory=dict)

@@ -114,6 +114,16 @@ class Placement:
         """Map a build-frame point to the asset frame (plain floats)."""
         return [float(x) for x in np.asarray(p, dtype=float) * self.scale + self.offset]
 
+    def parts(self, parts: Sequence[np.ndarray]) -> list[trimesh.Trimesh]:
+        """Map convex parts (point sets of the build frame) to hull meshes in the asset frame.
+
+        The map is a per-axis scale and a shift, so a convex part stays convex and the parts
+        follow the visual mesh exactly, however the asset was sized.
+        """
+        from scenegen.assets.procedural._parts import as_meshes
+
+        return as_meshes([np.asarray(p, dtype=float) * self.scale + self.offset for p in parts])
+
 
 def finalize(mesh: trimesh.Trimesh, target: Sequence[float] | None = None) -> tuple[trimesh.Trimesh, Placement]:
     """Clean a mesh, scale it to ``target`` extents and put it in the asset frame.

@@ -127,6 +127,19 @@ def _frames(path: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray, n
     return tan, nrm, np.cross(tan, nrm)
 
 
+def sweep_rings(path: np.ndarray, section: np.ndarray, scales: np.ndarray | None = None,
+                up: Sequence[float] = (0.0, 0.0, 1.0)) -> np.ndarray:
+    """The ``(n, m, 3)`` cross-section rings of :func:`sweep` (same arguments), one per path point."""
+    path = np.asarray(path, dtype=float)
+    sec = np.asarray(section, dtype=float)
+    n = len(path)
+    sc = np.ones((n, 2)) if scales is None else np.asarray(scales, dtype=float).reshape(n, -1)
+    sc = np.broadcast_to(sc, (n, 2))
+    _, nrm, bin_ = _frames(path, np.asarray(up, dtype=float))
+    return (path[:, None, :] + (sec[None, :, 0:1] * sc[:, None, 0:1]) * nrm[:, None, :]
+            + (sec[None, :, 1:2] * sc[:, None, 1:2]) * bin_[:, None, :])
+
+
 def sweep(path: np.ndarray, section: np.ndarray, scales: np.ndarray | None = None,
           up: Sequence[float] = (0.0, 0.0, 1.0)) -> trimesh.Trimesh:
     """Sweep a closed 2-D cross-section along a 3-D path into a capped tube.
@@ -140,13 +153,8 @@ def sweep(path: np.ndarray, section: np.ndarray, scales: np.ndarray | None = Non
 
     """
     path = np.asarray(path, dtype=float)
-    sec = np.asarray(section, dtype=float)
-    n, m = len(path), len(sec)
-    sc = np.ones((n, 2)) if scales is None else np.asarray(scales, dtype=float).reshape(n, -1)
-    sc = np.broadcast_to(sc, (n, 2))
-    _, nrm, bin_ = _frames(path, np.asarray(up, dtype=float))
-    verts = (path[:, None, :] + (sec[None, :, 0:1] * sc[:, None, 0:1]) * nrm[:, None, :]
-             + (sec[None, :, 1:2] * sc[:, None, 1:2]) * bin_[:, None, :]).reshape(-1, 3)
+    n, m = len(path), len(section)
+    verts = sweep_rings(path, section, scales, up).reshape(-1, 3)
     j = np.arange(m)
     j1 = (j + 1) % m
     faces = []
@@ -223,14 +231,13 @@ def difference(a: trimesh.Trimesh, *cutters: trimesh.Trimesh) -> trimesh.Trimesh
 
 # --------------------------------------------------------------------------- shells
 
-def shell_profile(outer: np.ndarray, wall: float, floor: float, rim_points: int = 5) -> tuple[np.ndarray, float]:
-    """Turn an outer ``(r, z)`` curve into the closed profile of an open-top shell.
+def shell_curves(outer: np.ndarray, wall: float, floor: float,
+                 rim_points: int = 5) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The outer curve, the inner curve and the rim of an open-top shell (see :func:`shell_profile`).
 
-    ``outer`` runs from the bottom centre ``(0, 0)`` (its first segment horizontal) up
-    to the rim. The inner surface is the outer one offset into the material by
-    ``floor`` where it faces down and ``wall`` where it faces sideways; a half-round
-    rim joins them. Returns ``(profile, inner floor z)``; the profile starts at
-    ``(0, 0)`` and ends on the axis at the inner floor, ready for :func:`lathe`.
+    Returns ``(outer, inner, rim)``: ``inner[i]`` is ``outer[i]`` offset into the material (both
+    start on the axis, ``inner[0]`` at the inner floor), ``rim`` the half-round points from the
+    outer curve's top over to the inner one's (both ends excluded).
     """
     o = _dedupe(np.asarray(outer, dtype=float))
     seg = np.diff(o, axis=0)
@@ -250,5 +257,18 @@ def shell_profile(outer: np.ndarray, wall: float, floor: float, rim_points: int 
     t = seg[-1]
     phis = np.linspace(0, np.pi, rim_points + 2)[1:-1]
     rim = c + rad * (np.cos(phis)[:, None] * e1 + np.sin(phis)[:, None] * t)
+    return o, inner, rim
+
+
+def shell_profile(outer: np.ndarray, wall: float, floor: float, rim_points: int = 5) -> tuple[np.ndarray, float]:
+    """Turn an outer ``(r, z)`` curve into the closed profile of an open-top shell.
+
+    ``outer`` runs from the bottom centre ``(0, 0)`` (its first segment horizontal) up
+    to the rim. The inner surface is the outer one offset into the material by
+    ``floor`` where it faces down and ``wall`` where it faces sideways; a half-round
+    rim joins them. Returns ``(profile, inner floor z)``; the profile starts at
+    ``(0, 0)`` and ends on the axis at the inner floor, ready for :func:`lathe`.
+    """
+    o, inner, rim = shell_curves(outer, wall, floor, rim_points)
     prof = np.vstack([o, rim, inner[::-1]])
     return prof, float(inner[0, 1])

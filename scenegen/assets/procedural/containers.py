@@ -6,6 +6,8 @@ with a rim lip, handle slots, wall slots or internal dividers depending on the k
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import trimesh
 
@@ -24,6 +26,7 @@ from scenegen.assets.procedural._geom import (
     rounded_rect2d,
     union,
 )
+from scenegen.assets.procedural._parts import Part, concavity, runs, subtract_box, wall_parts
 from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
@@ -43,9 +46,15 @@ def _loft(x0: float, y0: float, z0: float, x1: float, y1: float, z1: float, corn
     return loft(rounded_rect2d(x0, y0, corner, n), z0, rounded_rect2d(x1, y1, corner, n), z1)
 
 
+def _ring3(w: float, h: float, corner: float, n: int, z: float) -> np.ndarray:
+    """A rounded rectangle's outline (``rounded_rect2d``) at height ``z``."""
+    r = rounded_rect2d(w, h, corner, n)
+    return np.column_stack([r, np.full(len(r), z)])
+
+
 def _open_box(X: float, Y: float, H: float, wall: float, floor: float, corner: float, taper: float,
-              n: int) -> trimesh.Trimesh:
-    """Tapered rounded-rectangle shell, open at the top."""
+              n: int) -> tuple[trimesh.Trimesh, Callable[[float], list[Part]]]:
+    """Tapered rounded-rectangle shell, open at the top, and ``parts(tol)``: its floor slab and wall segments."""
     outer = _loft(X * taper, Y * taper, 0.0, X, Y, H, corner, n)
 
     def dims(z: float) -> tuple[float, float]:
@@ -53,13 +62,34 @@ def _open_box(X: float, Y: float, H: float, wall: float, floor: float, corner: f
         return X * (taper + (1 - taper) * f) - 2 * wall, Y * (taper + (1 - taper) * f) - 2 * wall
 
     top = H + 0.01
-    inner = _loft(*dims(floor), floor, *dims(top), top, max(corner - wall, 0.3 * corner), n)
-    return difference(outer, inner)
+    ci = max(corner - wall, 0.3 * corner)
+    inner = _loft(*dims(floor), floor, *dims(top), top, ci, n)
+
+    def parts(tol: float) -> list[Part]:
+        o0, o1 = _ring3(X * taper, Y * taper, corner, n, 0.0), _ring3(X, Y, corner, n, H)
+        slab = np.vstack([o0, o0 + (o1 - o0) * floor / H])
+        return [slab] + wall_parts([o0, o1], [_ring3(*dims(floor), ci, n, floor), _ring3(*dims(H), ci, n, H)], tol)
+
+    return difference(outer, inner), parts
+
+
+def _pocket_fillets(w: float, h: float, r: float, n: int, z0: float, z1: float, tol: float) -> list[Part]:
+    """The material a rounded pocket leaves in its four corners (a pocket cut as a box leaves none)."""
+    ring = rounded_rect2d(w, h, r, n)
+    out: list[Part] = []
+    for k, (sx, sy) in enumerate(((1, 1), (-1, 1), (-1, -1), (1, -1))):
+        arc = ring[k * n:(k + 1) * n]
+        corner = np.array([sx * w / 2, sy * h / 2])
+        for a, b in runs(len(arc), lambda a, b, arc=arc, corner=corner: concavity(np.vstack([corner, arc[a:b + 1]]))
+                         <= tol):
+            pts = np.vstack([corner, arc[a:b + 1]])
+            out.append(np.vstack([np.column_stack([pts, np.full(len(pts), z)]) for z in (z0, z1)]))
+    return out
 
 
 def _lip(X: float, Y: float, H: float, wall: float, corner: float, out: float, taper: float,
-         n: int) -> trimesh.Trimesh:
-    """Flat rim flange around the top edge, reaching ``out`` beyond the wall.
+         n: int) -> tuple[trimesh.Trimesh, Callable[[float], list[Part]]]:
+    """Flat rim flange around the top edge, reaching ``out`` beyond the wall, and ``parts(tol)``.
 
     Its hole edge stays inside the wall material over the flange's whole height, so the
     union never has touching surfaces.
@@ -67,10 +97,17 @@ def _lip(X: float, Y: float, H: float, wall: float, corner: float, out: float, t
     t = 1.5 * wall
     shrink = (1 - taper) * max(X, Y) * t / (2 * H)       # how much the wall moves in over t
     inset = (wall + shrink) / 2
-    ring = extrude(rounded_rect2d(X + 2 * out, Y + 2 * out, corner + out, n), t,
-                   [rounded_rect2d(X - 2 * inset, Y - 2 * inset, max(corner - inset, 0.002), n)[::-1]])
+    dims_out = (X + 2 * out, Y + 2 * out, corner + out)
+    dims_in = (X - 2 * inset, Y - 2 * inset, max(corner - inset, 0.002))
+    ring = extrude(rounded_rect2d(*dims_out, n), t, [rounded_rect2d(*dims_in, n)[::-1]])
     ring.apply_translation([0, 0, H - t])
-    return ring
+
+    def parts(tol: float) -> list[Part]:
+        # the flange's hole edge lies inside the wall: a chord may bridge that much more before it reaches air
+        return wall_parts([_ring3(*dims_out, n, z) for z in (H - t, H)], [_ring3(*dims_in, n, z) for z in (H - t, H)],
+                          tol + max(0.0, wall - inset))
+
+    return ring, parts
 
 
 @register("containers", "bin", "tote", "tray", "basket", "sorter")
@@ -93,48 +130,70 @@ def build_container(cat: Category, rng: np.random.Generator, attributes: dict,
 
     def make(detail: float) -> ProceduralMesh:
         n = res(5, detail, lo=2, multiple=1)
+        cuts: list[tuple[tuple, tuple]] = []                # boxes cut out: (extents, centre)
         if kind == "sorter":
             outer = _loft(bx * taper, by * taper, 0.0, bx, by, H, corner, n)
             cw, ch = (bx * taper - (nx + 1) * wall) / nx, (by * taper - (ny + 1) * wall) / ny
-            pockets = []
+            pr = min(0.006, 0.2 * min(cw, ch))
+            pockets, centres = [], []
             for i in range(nx):
                 for j in range(ny):
                     cx = -bx * taper / 2 + wall + cw / 2 + i * (cw + wall)
                     cy = -by * taper / 2 + wall + ch / 2 + j * (ch + wall)
-                    p = extrude(rounded_rect2d(cw, ch, min(0.006, 0.2 * min(cw, ch)), n), H)
+                    p = extrude(rounded_rect2d(cw, ch, pr, n), H)
                     p.apply_translation([cx, cy, floor])
                     pockets.append(p)
+                    centres.append((cx, cy))
             mesh = difference(outer, *pockets)
             cav = (-bx * taper / 2 + wall + cw / 2, -by * taper / 2 + wall + ch / 2)
+
+            def parts(tol: float) -> list[Part]:
+                out = [np.asarray(outer.vertices, dtype=float)]
+                for cx, cy in centres:
+                    out = subtract_box(out, (cx, cy, floor + H / 2), (cw, ch, H))
+                for cx, cy in centres:
+                    out += [q + [cx, cy, 0.0] for q in _pocket_fillets(cw, ch, pr, n, floor, H, tol)]
+                return out
         else:
-            mesh = _open_box(bx, by, H, wall, floor, corner, taper, n)
+            mesh, body_parts = _open_box(bx, by, H, wall, floor, corner, taper, n)
             cav = (0.0, 0.0)
-            extra, cuts = [], []
+            extra, extra_parts = [], []
             if lip:
-                extra.append(_lip(bx, by, H, wall, corner, lip_out, taper, n))
+                ring, ring_parts = _lip(bx, by, H, wall, corner, lip_out, taper, n)
+                extra.append(ring)
+                extra_parts.append(ring_parts)
             if kind == "tote":  # handle slots through both short walls
                 sw, sh = 0.35 * by, min(0.025, 0.2 * H)
                 for s in (-1, 1):
-                    cuts.append(box((0.06, sw, sh), (s * bx / 2, 0.0, H - 2.2 * wall - sh / 2 - 0.006)))
+                    cuts.append(((0.06, sw, sh), (s * bx / 2, 0.0, H - 2.2 * wall - sh / 2 - 0.006)))
             if kind == "basket":  # a row of slots along every wall
                 sh, zc = min(0.012, 0.12 * H), 0.55 * H
                 k = max(2, int(round(bx / 0.06)))
                 for i in range(k):
                     xc = (i + 0.5) / k * bx * 0.8 - 0.4 * bx
-                    cuts.append(box((0.5 * bx * 0.8 / k, by * 1.2, sh), (xc, 0.0, zc)))
+                    cuts.append(((0.5 * bx * 0.8 / k, by * 1.2, sh), (xc, 0.0, zc)))
                 k = max(2, int(round(by / 0.06)))
                 for i in range(k):
                     yc = (i + 0.5) / k * by * 0.7 - 0.35 * by
-                    cuts.append(box((bx * 1.2, 0.5 * by * 0.7 / k, sh), (0.0, yc, zc)))
+                    cuts.append(((bx * 1.2, 0.5 * by * 0.7 / k, sh), (0.0, yc, zc)))
             if extra:
                 mesh = union(mesh, *extra)
             if cuts:
-                mesh = difference(mesh, *cuts)
+                mesh = difference(mesh, *(box(e, c) for e, c in cuts))
+
+            def parts(tol: float) -> list[Part]:
+                out = body_parts(tol)
+                for fn in extra_parts:
+                    out += fn(tol)
+                for e, c in cuts:                       # the slots stay open in the parts too
+                    out = subtract_box(out, c, e)
+                return out
         mesh, place = finalize(mesh, ext)
         p = dict(params, floor=float(place([0, 0, floor])[2]),
                  cavity_point=place([cav[0], cav[1], floor + 0.004]),
                  wall_point=place([cav[0], cav[1], floor / 2]))
         grasp = {"mode": "rim", "width": float(wall * 1.5), "height": H, "x": float(X / 2 - wall)}
-        return ProceduralMesh(mesh, p, closed=True, cavity=True, primitive=None, grasp=grasp)
+        return ProceduralMesh(mesh, p, closed=True, cavity=True, primitive=None, grasp=grasp,
+                              parts=lambda tol: place.parts(parts(tol)))
 
     return fit_budget(make, max_faces, cat.name)

@@ -1,9 +1,12 @@
-"""Fruit and vegetables: deformed spheres, a lathed carrot and a swept banana.
+"""Fruit, vegetables and eggs: deformed spheres, a lathed carrot and a swept banana.
 
 Round fruit start from an icosphere whose vertices move radially by smooth noise
 (a few random low-frequency waves seeded from the instance) plus a shape rule
-(apple dimples, tomato lobes, pear neck, lemon tips). Stems are small cylinders
-unioned on top.
+(apple dimples, tomato lobes, pear and avocado necks, lemon tips, the peach's crease,
+the onion's pointed top, the egg's blunt and narrow ends). Stems are small cylinders
+unioned on top. Every round fruit gets a small flat patch at the bottom, as real fruit
+has where it grew or sat, so that it comes to rest on a table instead of rocking and
+rolling; an egg keeps its smooth shell (it lies on its side, as eggs do).
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ def _round_fruit(kind: str, seed: int, detail: float) -> trimesh.Trimesh:
     top = np.arccos(np.clip(z, -1, 1))                 # angle from the top pole
     bot = np.pi - top
     amp = {"apple": 0.03, "orange": 0.015, "tomato": 0.02, "lemon": 0.02, "pear": 0.025,
-           "potato": 0.08}.get(kind, 0.03)
+           "potato": 0.08, "peach": 0.02, "avocado": 0.03, "onion": 0.015, "egg": 0.004}.get(kind, 0.03)
     r = 1.0 + amp * _waves(u, rng, 6, (1.5, 3.5 if kind != "potato" else 5.0))
     p = u * r[:, None]
     stem = None
@@ -85,11 +88,26 @@ def _round_fruit(kind: str, seed: int, detail: float) -> trimesh.Trimesh:
         p = u * r[:, None]
         p[:, 2] *= 0.8
         stem = (0.14, 0.06)
-    elif kind == "pear":
+    elif kind in ("pear", "avocado"):
         p = u * r[:, None]
-        p[:, 2] *= 1.45
-        p[:, :2] *= (1 - 0.48 * _smoothstep(-0.35, 1.0, z))[:, None]
-        stem = (0.35, 0.05)
+        p[:, 2] *= 1.45 if kind == "pear" else 1.3
+        p[:, :2] *= (1 - (0.48 if kind == "pear" else 0.3) * _smoothstep(-0.35, 1.0, z))[:, None]
+        stem = (0.35, 0.05) if kind == "pear" else (0.08, 0.06)
+    elif kind == "peach":
+        crease = np.exp(-(u[:, 0] / 0.12) ** 2) * _smoothstep(-0.6, 0.2, z)   # the suture down one side
+        r *= 1 - 0.035 * crease - 0.1 * np.exp(-(top / 0.3) ** 2)
+        p = u * r[:, None]
+        p[:, 2] *= 0.95
+        p[:, 2] += 0.06 * np.clip(z, 0.0, 1.0) ** 6                          # a faint point at the top
+    elif kind == "onion":
+        r *= 1 + 0.28 * _smoothstep(0.6, 1.0, z) ** 2 - 0.06 * np.exp(-(bot / 0.3) ** 2)
+        p = u * r[:, None]
+        p[:, :2] *= (1 - 0.55 * _smoothstep(0.6, 1.0, z))[:, None]           # the neck narrows to a tip
+        p[:, 2] *= 0.9
+    elif kind == "egg":
+        p = u * r[:, None]
+        p[:, 0] *= 1.3
+        p[:, 1:] *= (1 - 0.1 * u[:, 0] - 0.04 * u[:, 0] ** 2)[:, None]       # blunt end at -x, narrow at +x
     elif kind == "lemon":
         p = u * r[:, None]
         ax = np.abs(p[:, 0])
@@ -105,6 +123,8 @@ def _round_fruit(kind: str, seed: int, detail: float) -> trimesh.Trimesh:
         p *= np.array([1.3, 1.0, 0.85])
     else:                                              # orange and the fallback
         p[:, 2] *= 0.96
+    if kind != "egg":
+        p = _flat_base(p, FLAT_BASE.get(kind, 0.05))
     mesh = trimesh.Trimesh(p, f, process=True)
     if stem is not None:
         length, radius = stem
@@ -115,26 +135,40 @@ def _round_fruit(kind: str, seed: int, detail: float) -> trimesh.Trimesh:
     return mesh
 
 
-def _result(mesh: trimesh.Trimesh, ext: np.ndarray, params: dict, sphere_ok: bool) -> ProceduralMesh:
+FLAT_BASE = {"lemon": 0.07, "potato": 0.08, "pear": 0.035, "avocado": 0.04}
+"""Height of the flat bottom patch as a fraction of the fruit's height (default 0.05: a patch
+about 0.4 of the radius across on a round fruit)."""
+
+
+def _flat_base(p: np.ndarray, frac: float) -> np.ndarray:
+    """Lift every point below ``frac`` of the height onto one plane: a flat patch to stand on."""
+    lo, hi = p[:, 2].min(), p[:, 2].max()
+    out = p.copy()
+    out[:, 2] = np.maximum(out[:, 2], lo + frac * (hi - lo))
+    return out
+
+
+def _result(mesh: trimesh.Trimesh, ext: np.ndarray, params: dict) -> ProceduralMesh:
     mesh, _ = finalize(mesh, ext)
-    prim = None
-    if sphere_ok and ext.max() / ext.min() < 1.08:
-        prim = {"type": "sphere", "radius": float(ext.mean() / 2)}
     grasp = {"mode": "top", "width": float(ext[1]), "height": float(ext[2] / 2), "x": 0.0}
-    return ProceduralMesh(mesh, params, closed=True, cavity=False, primitive=prim, grasp=grasp)
+    return ProceduralMesh(mesh, params, closed=True, cavity=False, primitive=None, grasp=grasp)
 
 
-@register("fruit", "apple", "orange", "lemon", "pear", "tomato", "potato")
+_ROUND_IN_PLAN = ("apple", "orange", "tomato", "pear", "peach", "avocado", "onion")
+
+
+@register("fruit", "apple", "orange", "lemon", "pear", "tomato", "potato", "peach", "avocado", "onion", "egg")
 def build_round(cat: Category, rng: np.random.Generator, attributes: dict, max_faces: int) -> ProceduralMesh:
-    """Apple, orange, lemon, pear, tomato or potato as a noisy deformed sphere."""
+    """Apple, orange, lemon, pear, tomato, potato, peach, avocado, onion or egg: a noisy deformed sphere."""
     fr = draw_fractions(rng, attributes)
-    if cat.name in ("apple", "orange", "tomato", "pear"):   # round in plan: same x and y
+    if cat.name in _ROUND_IN_PLAN:                       # round in plan: same x and y
         fr[1] = fr[0]
+    elif cat.name == "egg":                              # round across its long axis
+        fr[2] = fr[1]
     ext = lerp_size(cat, fr)
     seed = seed_from(rng)
     params = {"x": float(ext[0]), "y": float(ext[1]), "z": float(ext[2]), "shape_seed": seed}
-    return fit_budget(lambda d: _result(_round_fruit(cat.name, seed, d), ext, params,
-                                        cat.name in ("orange", "apple")), max_faces, cat.name)
+    return fit_budget(lambda d: _result(_round_fruit(cat.name, seed, d), ext, params), max_faces, cat.name)
 
 
 @register("fruit", "carrot")
@@ -155,7 +189,7 @@ def build_carrot(cat: Category, rng: np.random.Generator, attributes: dict, max_
         prof = np.vstack([[0.0, 0.0], np.column_stack([r, t * 10]), [0.0, 10.0]])
         m = lathe(prof, res(20, detail, lo=8))
         m.apply_transform(trimesh.transformations.rotation_matrix(np.pi / 2, [0, 1, 0]))
-        return _result(m, ext, params, False)
+        return _result(m, ext, params)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -179,6 +213,6 @@ def build_banana(cat: Category, rng: np.random.Generator, attributes: dict, max_
         ang_s = np.linspace(0, 2 * np.pi, res(15, detail, lo=10, multiple=5), endpoint=False)
         rr = 1 + 0.06 * np.cos(5 * ang_s)               # rounded pentagon
         sec = np.column_stack([rr * np.cos(ang_s), rr * np.sin(ang_s)])
-        return _result(sweep(path, sec, scale), ext, params, False)
+        return _result(sweep(path, sec, scale), ext, params)
 
     return fit_budget(make, max_faces, cat.name)

@@ -23,6 +23,7 @@ from scenegen.assets.procedural._geom import (
     stitch_rows,
     union,
 )
+from scenegen.assets.procedural._parts import ring_parts, wall_parts
 from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
@@ -40,21 +41,23 @@ def _hex_radius(th: np.ndarray, corner_r: float) -> np.ndarray:
     return apothem / np.cos(rel)
 
 
-def _ring(outer_r: np.ndarray, inner_r: np.ndarray, th: np.ndarray, z0: float, z1: float) -> trimesh.Trimesh:
-    """Prism between an outer and an inner outline (radii per angle), from z0 to z1."""
+def _ring(outer_r: np.ndarray, inner_r: np.ndarray, th: np.ndarray, z0: float, z1: float) -> tuple:
+    """Prism between an outer and an inner outline (radii per angle), from z0 to z1, and ``parts(tol)``."""
     c, s = np.cos(th), np.sin(th)
 
     def row(r: np.ndarray, z: float) -> np.ndarray:
         return np.column_stack([r * c, r * s, np.full(len(th), z)])
 
-    return stitch_rows([row(outer_r, z0), row(outer_r, z1), row(inner_r, z1), row(inner_r, z0)], loop=True)
+    mesh = stitch_rows([row(outer_r, z0), row(outer_r, z1), row(inner_r, z1), row(inner_r, z0)], loop=True)
+    return mesh, lambda tol: wall_parts([row(outer_r, z0), row(outer_r, z1)], [row(inner_r, z0), row(inner_r, z1)], tol)
 
 
 def _result(mesh: trimesh.Trimesh, ext: np.ndarray, params: dict, width: float, prim: dict | None = None,
-            ) -> ProceduralMesh:
-    mesh, _ = finalize(mesh, ext)
+            parts=None) -> ProceduralMesh:
+    mesh, place = finalize(mesh, ext)
     grasp = {"mode": "top", "width": float(width), "height": float(ext[2] / 2), "x": 0.0}
-    return ProceduralMesh(mesh, params, closed=True, cavity=False, primitive=prim, grasp=grasp)
+    return ProceduralMesh(mesh, params, closed=True, cavity=False, primitive=prim, grasp=grasp,
+                          parts=None if parts is None else (lambda tol: place.parts(parts(tol))))
 
 
 @register("hardware", "hex_nut", "washer")
@@ -75,8 +78,8 @@ def build_flat_ring(cat: Category, rng: np.random.Generator, attributes: dict, m
             outer = _hex_radius(th, W / (2 * np.cos(np.pi / 12)))
         else:
             outer = np.full(n, W / 2)
-        mesh = _ring(outer, np.full(n, hole * W), th, 0.0, float(ext[2]))
-        return _result(mesh, ext, dict(params), (0.5 - hole) * W if not nut else W)
+        mesh, parts = _ring(outer, np.full(n, hole * W), th, 0.0, float(ext[2]))
+        return _result(mesh, ext, dict(params), (0.5 - hole) * W if not nut else W, parts=parts)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -100,8 +103,12 @@ def build_bearing(cat: Category, rng: np.random.Generator, attributes: dict, max
         prof = [(ri + c, 0.0), (a, 0.0), (a + c, d), (b - c, d), (b, 0.0), (ro - c, 0.0), (ro, c),
                 (ro, H - c), (ro - c, H), (b, H), (b - c, H - d), (a + c, H - d), (a, H), (ri + c, H),
                 (ri, H - c), (ri, c)]
-        mesh = lathe(np.array(prof), res(48, detail), ring=True)
-        return _result(mesh, ext, dict(params), H)
+        n = res(48, detail)
+        mesh = lathe(np.array(prof), n, ring=True)
+        races = [np.array(prof[:3] + [(a + c, H - d)] + prof[12:]),                  # inner race and chamfers
+                 np.array([(b - c, d), *prof[4:11]]),                                  # outer race
+                 np.array([(a + c, d), (b - c, d), (b - c, H - d), (a + c, H - d)])]   # the seal between
+        return _result(mesh, ext, dict(params), H, parts=lambda tol: ring_parts(races, n, tol))
 
     return fit_budget(make, max_faces, cat.name)
 

@@ -43,6 +43,10 @@ class ProceduralMesh:
     grasp: dict = field(default_factory=dict)
     """Grasp hint: ``{"mode": "top"|"side"|"rim", "width": metres across the jaws, "height": grasp z,
     "x": grasp x in the asset frame}`` (``rim``: close on the wall at the top edge)."""
+    parts: Callable[[float], list[trimesh.Trimesh]] | None = None
+    """The builder's own convex decomposition: given a tolerance (m, the largest bridge a part may
+    make over a concave stretch), the convex parts in the asset frame (see ``procedural._parts``).
+    None: the collision stage decomposes the mesh itself (CoACD)."""
 
 
 Builder = Callable[[Category, np.random.Generator, dict, int], ProceduralMesh]

@@ -21,10 +21,12 @@ from scenegen.assets.procedural._build import (
 from scenegen.assets.procedural._geom import (
     lathe,
     rounded_rect2d,
-    shell_profile,
+    shell_curves,
     sweep,
+    sweep_rings,
     union,
 )
+from scenegen.assets.procedural._parts import chain_parts, ring_parts, shell_parts
 from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
 
@@ -48,19 +50,50 @@ def _tumbler_outer(rb: float, rt: float, h: float, c: float, n: int) -> np.ndarr
     return np.array([(0.0, 0.0), *_fillet(rb - c, c, c, n), (rt, h)])
 
 
-def _vessel(profile: np.ndarray, detail: float, extra: list | None, target: np.ndarray) -> tuple:
-    """Lathe the shell profile, union any handle parts, then place it in the asset frame."""
-    body = lathe(profile, res(_SECTIONS, detail))
-    mesh = union(body, *extra) if extra else body
-    return finalize(mesh, target)
+class _Shell:
+    """An open-top revolved shell: its curves, its mesh and its own convex parts.
+
+    ``extra`` holds added solids (a foot ring, a handle) as ``(mesh, parts(tol) -> point sets)``.
+    """
+
+    def __init__(self, outer: np.ndarray, wall: float, floor: float, detail: float,
+                 extra: list | None = None) -> None:
+        self.curves = shell_curves(outer, wall, floor)
+        self.fz = float(self.curves[1][0, 1])
+        self.sections = res(_SECTIONS, detail)
+        self.extra = extra or []
+
+    def build(self, target: np.ndarray) -> tuple:
+        """Lathe the shell, union the extra solids, then place it in the asset frame."""
+        o, inner, rim = self.curves
+        body = lathe(np.vstack([o, rim, inner[::-1]]), self.sections)
+        mesh = union(body, *(m for m, _ in self.extra)) if self.extra else body
+        return finalize(mesh, target)
+
+    def parts(self, tol: float) -> list[np.ndarray]:
+        """Floor disc and wall sectors of the shell, plus the extra solids' parts (build frame)."""
+        out = shell_parts(*self.curves, self.sections, tol)
+        for _, fn in self.extra:
+            out += fn(tol)
+        return out
 
 
-def _shell_result(mesh, place, params: dict, floor: float, wall: float, grasp: dict,
+def _handle(path: np.ndarray, sec: np.ndarray, scales: np.ndarray | None = None,
+            up: tuple = (0.0, 0.0, 1.0)) -> tuple:
+    """A swept handle and its chain of convex segments."""
+    rings = sweep_rings(path, sec, scales, up)
+    return sweep(path, sec, scales, up=up), lambda tol: chain_parts(list(rings), path, tol)
+
+
+def _shell_result(shell: _Shell, target: np.ndarray, params: dict, wall: float, grasp_fn,
                   axis_x: float = 0.0) -> ProceduralMesh:
+    mesh, place = shell.build(target)
+    floor = shell.fz
     params = dict(params, floor=float(place([0, 0, floor])[2]), wall=float(wall),
                   cavity_point=place([axis_x, 0.0, floor + 0.004]),
                   wall_point=place([axis_x, 0.0, floor / 2]))
-    return ProceduralMesh(mesh, params, closed=True, cavity=True, primitive=None, grasp=grasp)
+    return ProceduralMesh(mesh, params, closed=True, cavity=True, primitive=None, grasp=grasp_fn(place),
+                          parts=lambda tol: place.parts(shell.parts(tol)))
 
 
 @register("revolved", "bowl", "plate", "colander")
@@ -82,15 +115,15 @@ def build_dish(cat: Category, rng: np.random.Generator, attributes: dict, max_fa
 
     def make(detail: float) -> ProceduralMesh:
         outer = _dish_outer(R, h - foot_h, foot * R, res(20, detail, lo=6, multiple=1))
-        prof, fz = shell_profile(outer, wall, floor)
         extra = []
         if kind == "colander":  # a ring foot under the bowl
             r0, r1 = 0.8 * foot * R, 0.95 * foot * R
             ring = np.array([(r0, -foot_h), (r1, -foot_h), (r1, floor / 2), (r0, floor / 2)])
-            extra.append(lathe(ring, res(_SECTIONS, detail), ring=True))
-        mesh, place = _vessel(prof, detail, extra, np.array([d, d, h]))
+            n = res(_SECTIONS, detail)
+            extra.append((lathe(ring, n, ring=True), lambda tol: ring_parts([ring], n, tol)))
+        shell = _Shell(outer, wall, floor, detail, extra)
         grasp = {"mode": "rim", "width": float(wall * 1.5), "height": float(h), "x": float(R - wall / 2)}
-        return _shell_result(mesh, place, params, fz, wall, grasp)
+        return _shell_result(shell, np.array([d, d, h]), params, wall, lambda place: grasp)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -117,7 +150,6 @@ def build_tumbler(cat: Category, rng: np.random.Generator, attributes: dict, max
     def make(detail: float) -> ProceduralMesh:
         c = min(0.006, 0.3 * R)
         outer = _tumbler_outer(R * taper, R, h, c, res(6, detail, lo=3, multiple=1))
-        prof, fz = shell_profile(outer, wall, floor)
         extra = []
         if mug:
             reach = total - d
@@ -129,13 +161,14 @@ def build_tumbler(cat: Category, rng: np.random.Generator, attributes: dict, max
             x0 = R - inset
             path = np.column_stack([x0 + a * np.sin(phi), np.zeros_like(phi), 0.55 * h + b * np.cos(phi)])
             sec = rounded_rect2d(2 * tr, 2.6 * tr, 0.9 * tr, res(4, detail, lo=2, multiple=1))
-            extra.append(sweep(path, sec, up=(0.0, 1.0, 0.0)))
-        mesh, place = _vessel(prof, detail, extra, target)
-        if mug:
-            grasp = {"mode": "side", "width": float(d), "height": float(0.5 * h), "x": place([0, 0, 0])[0]}
-        else:
-            grasp = {"mode": "side", "width": float(d * (1 + taper) / 2), "height": float(0.5 * h), "x": 0.0}
-        return _shell_result(mesh, place, params, fz, wall, grasp, axis_x=0.0)
+            extra.append(_handle(path, sec, up=(0.0, 1.0, 0.0)))
+
+        def grasp(place) -> dict:
+            if mug:
+                return {"mode": "side", "width": float(d), "height": float(0.5 * h), "x": place([0, 0, 0])[0]}
+            return {"mode": "side", "width": float(d * (1 + taper) / 2), "height": float(0.5 * h), "x": 0.0}
+
+        return _shell_result(_Shell(outer, wall, floor, detail, extra), target, params, wall, grasp)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -152,7 +185,6 @@ def build_pan(cat: Category, rng: np.random.Generator, attributes: dict, max_fac
 
     def make(detail: float) -> ProceduralMesh:
         outer = _tumbler_outer(R * flare, R, h, min(0.012, 0.4 * h), res(6, detail, lo=3, multiple=1))
-        prof, fz = shell_profile(outer, wall, floor)
         reach = total - d
         hw, hh = 0.022, min(0.012, 0.3 * h)
         z0 = 0.75 * h - hh / 2
@@ -161,11 +193,13 @@ def build_pan(cat: Category, rng: np.random.Generator, attributes: dict, max_fac
         path = np.column_stack([x0 + t * (reach + 0.6 * wall), np.zeros_like(t), z0 + 0.08 * reach * t])
         sec = rounded_rect2d(hh, hw, 0.4 * hh, res(4, detail, lo=2, multiple=1))
         scales = np.column_stack([np.ones_like(t), 0.75 + 0.25 * t])
-        handle = sweep(path, sec, scales)
-        mesh, place = _vessel(prof, detail, [handle], np.array([total, d, h]))
-        hx = place([x0 + 0.7 * reach, 0, 0])[0]
-        grasp = {"mode": "top", "width": float(hw), "height": place([0, 0, z0 + 0.06 * reach])[2], "x": hx}
-        return _shell_result(mesh, place, params, fz, wall, grasp)
+        shell = _Shell(outer, wall, floor, detail, [_handle(path, sec, scales)])
+
+        def grasp(place) -> dict:
+            hx = place([x0 + 0.7 * reach, 0, 0])[0]
+            return {"mode": "top", "width": float(hw), "height": place([0, 0, z0 + 0.06 * reach])[2], "x": hx}
+
+        return _shell_result(shell, np.array([total, d, h]), params, wall, grasp)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -199,13 +233,12 @@ def build_jar(cat: Category, rng: np.random.Generator, attributes: dict, max_fac
             f = PchipInterpolator([c, belly * h, shoulder * h, h], [rb, R, neck * R, lip * R])
             z = np.linspace(c, h, n + 6)
             outer = np.vstack([[(0.0, 0.0), *_fillet(rb - c, c, c, 4)[:-1]], np.column_stack([f(z), z])])
-        prof, fz = shell_profile(outer, wall, floor)
-        mesh, place = _vessel(prof, detail, None, np.array([d, d, h]))
         if cat.name == "jar":
             grasp = {"mode": "side", "width": d, "height": float(0.45 * h), "x": 0.0}
         else:                                           # a vase is held by its neck
             grasp = {"mode": "side", "width": float(neck * d), "height": float(shoulder * h), "x": 0.0}
-        return _shell_result(mesh, place, params, fz, wall, grasp)
+        return _shell_result(_Shell(outer, wall, floor, detail), np.array([d, d, h]), params, wall,
+                             lambda place: grasp)
 
     return fit_budget(make, max_faces, cat.name)
 

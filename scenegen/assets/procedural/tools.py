@@ -91,7 +91,7 @@ def build_round_tool(cat: Category, rng: np.random.Generator, attributes: dict,
         mesh, place = finalize(m, ext)
         if screwdriver:
             g = {"mode": "top", "width": 2 * R, "height": float(ext[2] / 2),
-                 "x": place([0.0, 0.0, split * L / 2])[0]}
+                 "x": place([split * L / 2, 0.0, 0.0])[0]}          # the handle's middle (the lathe axis is x now)
             prim = None
         else:
             g = {"mode": "top", "width": float(ext[1]), "height": float(ext[2] / 2), "x": 0.0}

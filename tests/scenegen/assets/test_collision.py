@@ -217,14 +217,15 @@ def test_forced_methods(cache):
     np.testing.assert_allclose(r.parts[0].extents, pm.mesh.extents)
 
 
-@pytest.mark.parametrize("make, category, config", [(bowl_pm, "bowl", CollisionConfig()), (bin_pm, "bin", FAST),
-                                                    (mug_pm, "mug", FAST)],
-                         ids=["bowl-default", "bin-fast", "mug-fast"])
-def test_containers_keep_their_cavity(make, category, config, tmp_path, cache):
-    pm = make()
+@pytest.mark.parametrize("make, category, config, method", [
+    (bowl_pm, "bowl", CollisionConfig(), "coacd"), (bin_pm, "bin", FAST, "coacd"),
+    (mug_pm, "mug", CollisionConfig.fast(method="coacd"), "coacd"), (mug_pm, "mug", CollisionConfig(), "direct")],
+    ids=["bowl-default", "bin-fast", "mug-coacd", "mug-direct"])
+def test_containers_keep_their_cavity(make, category, config, method, tmp_path, cache):
+    pm = make()  # the hand-made meshes have no parts of their own: CoACD; the procedural mug brings its own
     asset = finalize_asset(pm, category, "test", 0, {}, asset_id="c" * 64, out_dir=tmp_path,
                            collision=config, cache_dir=cache)
-    assert asset.collision_method == "coacd"
+    assert asset.collision_method == method
     pos, inside, (lo, hi) = cavity_test(asset, radius=0.01)
     assert inside, f"sphere ended at {pos}, container spans {lo}..{hi}"
     # and it rests on the floor of the cavity, not on a lid of hull over it

@@ -128,16 +128,44 @@ def _check_layout(graph: SceneGraph, assets: dict, poses: dict, cfg: LayoutConfi
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_every_relation_holds_after_layout(assets, seed):
-    cfg = LayoutConfig()
+    # the test graph holds a far_from (>= 0.35 m) between two task objects: no compact task zone fits it
+    cfg = LayoutConfig(task_zone=None)
     poses = solve_layout(full_graph(), assets, np.random.default_rng(seed), cfg)
     _check_layout(full_graph(), assets, poses, cfg)
 
 
+def test_task_objects_start_in_the_task_zone_and_no_goal_holds(cache):
+    from shapely.geometry import box
+
+    block = asset("block", cache)
+    blue = asset("block", cache, seed=2)
+    assets = {"table": asset("table", cache), "a": block, "b": blue, "bowl": asset("bowl", cache)}
+    zone = box(*LayoutConfig().task_zone)
+    for goal in ("left_of", "right_of", "in_front_of", "behind", "near"):
+        g = SceneGraph(f"put a {goal} b")
+        g.add_object("table", "table", "support")
+        g.add_object("a", "block", "target")
+        g.add_object("b", "block", "receptacle")
+        g.add_object("bowl", "bowl", "distractor")
+        for n in ("a", "b", "bowl"):
+            g.add_relation(n, "on", "table")
+        g.add_goal("a", goal, "b")
+        for seed in range(4):
+            poses = solve_layout(g, assets, np.random.default_rng(seed))
+            for n in ("a", "b"):
+                assert zone.contains(Placed.make(n, poses[n], asset_geometry(assets[n])).poly.centroid), (goal, n)
+            loose = RelationConfig().loosened()
+            assert not relation_holds(goal, poses["a"], block.extents, poses["b"], blue.extents, loose), (goal, seed)
+            if goal == "left_of":  # the subject starts right of the object (or level with it)
+                assert poses["a"].position[1] <= poses["b"].position[1] + 1e-9
+
+
 def test_layout_is_deterministic(assets):
     g = full_graph()
-    a = solve_layout(g, assets, np.random.default_rng(7))
-    b = solve_layout(g, assets, np.random.default_rng(7))
-    c = solve_layout(g, assets, np.random.default_rng(8))
+    cfg = LayoutConfig(task_zone=None)
+    a = solve_layout(g, assets, np.random.default_rng(7), cfg)
+    b = solve_layout(g, assets, np.random.default_rng(7), cfg)
+    c = solve_layout(g, assets, np.random.default_rng(8), cfg)
     assert {k: v.to_list() for k, v in a.items()} == {k: v.to_list() for k, v in b.items()}
     assert a["apple_1"].position != c["apple_1"].position
 
@@ -158,14 +186,15 @@ def test_states_and_no_random_yaw(cache):
 
 
 def test_build_scene_gives_an_unsettled_scene_with_cameras(assets):
-    scene = build_scene(full_graph(), assets, seed=3)
+    wide = SceneConfig(layout=LayoutConfig(task_zone=None))  # the test graph far_from needs the whole reach band
+    scene = build_scene(full_graph(), assets, seed=3, config=wide)
     assert scene.id == scene.compute_id() and scene.settled is None
     assert {c.name for c in scene.cameras} == {"front", "wrist"}
     assert scene.assets["bowl_1"] == assets["bowl_1"].id
     again = Scene.from_dict(scene.to_dict())
     assert again.to_dict() == scene.to_dict() and again.compute_id() == scene.id
-    assert build_scene(full_graph(), assets, seed=3).id == scene.id
-    assert build_scene(full_graph(), assets, seed=4).id != scene.id
+    assert build_scene(full_graph(), assets, seed=3, config=wide).id == scene.id
+    assert build_scene(full_graph(), assets, seed=4, config=wide).id != scene.id
     with pytest.raises(ConfigError, match="unknown robot"):
         SceneConfig(robot="nope")
 

@@ -37,7 +37,7 @@ def tiny_spec(path) -> RobotSpec:
     links = "\n".join(LINK.format(n=n) for n in ("l1", "l2", "hand", "finger_a", "finger_b", "tip"))
     path.write_text(TINY_URDF.format(links=links))
     return RobotSpec(name="tiny_arm", urdf=str(path), ee_link="tip", arm_joints=("j1", "j2"),
-                     finger_joints=("f1", "f2"), home=(0.3, 0.4, 0.02, 0.02), max_opening=0.06,
+                     finger_joints=("f1", "f2"), home=(0.3, 0.4, 0.02, 0.02), max_opening=0.08,
                      reach_min=0.25, reach_max=0.7, camera_link="hand", wrist_target=(0.0, 0.0, -0.3))
 
 

@@ -1,0 +1,325 @@
+"""PPOFlow over behaviour cloning on the GPU machine: lift, throughput, K=1 vs K=10 (-> ppoflow_lift.json).
+
+Run the same line until it prints ``all stages done`` (each call stops within ``--budget`` seconds
+and the next call resumes where it stopped; stages already done are skipped)::
+
+    PYTHONUNBUFFERED=1 python benchmarks/ppoflow_lift.py --work out/ppoflow_lift --device cuda --budget 540
+
+Per prompt (``--prompts``; one single-object and one multi-object by default):
+
+1. ``pack``: a training pool of ``--train-scenes`` scenes (seed 0) and ``--held-scenes`` held-out scenes
+   of the same prompt (seed 1); cheap CoACD settings.
+2. ``demos``: ``--demos`` successful expert episodes on the pool (few, so BC stays weak), ``scenegen demos``.
+3. ``bc``: ``scenegen train bc`` for ``--bc-steps`` steps (K=10 at inference).
+4. ``eval_bc``: the BC policy, noise-free, at K=10 and at K=1, on the pool and on the held-out scenes
+   (``--eval-episodes`` each; rl.evaluate, the code of ``scenegen eval``).
+5. ``ppo_k{K}`` for each K of ``--ks``: ``scenegen train ppoflow`` from the BC run for ``--ppo-minutes``
+   of wall-clock in all (resumed across calls, same config), then ``eval_k{K}``: the fine-tuned policy at its
+   K on the pool and on the held-out scenes. Throughput and the time split come from its metrics.jsonl.
+6. ``latency``: per-chunk inference latency of the BC policy at K=10 and K=1, batch 1 and 64.
+
+Then ``ratio_numerics``: how far rescoring stored chains moves ``|ratio - 1|`` (the guard batch, and a
+shuffled minibatch with gradients), with and without ``strict_fp32``.
+
+Nothing is tuned on the held-out scenes: they are only evaluated. Success rates carry 95% Wilson
+intervals and episode counts; wall-clock is measured around each stage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROMPTS = ("put the banana in the bowl", "put the apple and the banana in the bowl")
+
+
+class OutOfTime(Exception):
+    """This call's budget is spent; the next call resumes."""
+
+
+class Bench:
+    """The stages' state (``state.json`` in the work folder) and this call's clock."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args, self.t0 = args, time.monotonic()
+        self.work = Path(args.work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.path = self.work / "state.json"
+        self.state = json.loads(self.path.read_text()) if self.path.is_file() else {"done": {}, "ppo_seconds": {}}
+
+    def left(self) -> float:
+        return self.args.budget - (time.monotonic() - self.t0)
+
+    def save(self) -> None:
+        from scenegen.fileio import write_atomic
+
+        write_atomic(self.path, json.dumps(self.state, indent=1))
+
+    def stage(self, name: str, fn, min_s: float = 30.0) -> dict:
+        """Run ``fn()`` once (its result is kept), unless fewer than ``min_s`` seconds are left."""
+        if name in self.state["done"]:
+            return self.state["done"][name]
+        if self.left() < min_s:
+            raise OutOfTime(name)
+        print(f"[{time.strftime('%H:%M:%S')}] {name} ...", flush=True)
+        t = time.perf_counter()
+        res = fn()
+        res = {**(res or {}), "wall_clock_s": round(time.perf_counter() - t, 1)}
+        self.state["done"][name] = res
+        self.save()
+        print(f"  {name}: {json.dumps(res)[:400]}", flush=True)
+        return res
+
+    def cli(self, *argv: str) -> None:
+        """``scenegen ARGV`` in a subprocess that must end before this call's budget does."""
+        left = self.left() - 5
+        if left < 10:
+            raise OutOfTime(argv[0])
+        cmd = [sys.executable, "-m", "scenegen.cli", *argv]
+        print("  $ scenegen " + " ".join(argv), flush=True)
+        try:
+            subprocess.run(cmd, check=True, cwd=ROOT, timeout=left,
+                           env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+        except subprocess.TimeoutExpired:
+            raise OutOfTime(argv[0]) from None
+
+
+def slug(prompt: str) -> str:
+    return prompt.replace(" ", "_")
+
+
+def make_pack(b: Bench, prompt: str, which: str, n: int, seed: int) -> dict:
+    from scenegen.assets.collision.config import CollisionConfig
+    from scenegen.pipeline import PipelineConfig, generate
+
+    cfg = PipelineConfig(collision=CollisionConfig.fast(), preview_size=0, workers=b.args.workers,
+                         time_budget_s=max(60.0, b.left() - 10))
+    pk = generate(prompt, n, b.work / slug(prompt) / which, seed=seed, config=cfg, cache_dir=b.work / "cache",
+                  progress=False)
+    return {"scenes": len(pk), "path": str(pk.root)}
+
+
+def evaluate(b: Bench, policy: str, pack: str, k: int) -> dict:
+    from rl.evaluate import evaluate as run_eval
+
+    rep = run_eval(policy, pack, b.args.eval_episodes, workers=b.args.workers, device=b.args.device, num_steps=k,
+                   seed=b.args.eval_seed)
+    rep.pop("per_episode", None)
+    return {key: rep[key] for key in ("episodes", "successes", "success_rate", "success_ci95", "progress",
+                                      "progress_ci95", "seconds", "failures")}
+
+
+def ppoflow(b: Bench, prompt: str, k: int) -> dict:
+    """Resume ``train ppoflow`` for K until its share of ``--ppo-minutes`` is used; the wall-clock accumulates."""
+    key = f"{slug(prompt)}/ppo_k{k}"
+    base = b.work / slug(prompt)
+    run = base / f"ppo_k{k}"
+    used = b.state["ppo_seconds"].get(key, 0.0)
+    total = b.args.ppo_minutes * 60
+    while used < total:
+        chunk = min(total - used, b.left() - 60)  # leaves time for the env start-up and the export
+        if chunk < 60:
+            raise OutOfTime(key)
+        t = time.perf_counter()
+        b.cli("train", "ppoflow", "--init", str(base / "bc"), "--pack", str(base / "train"), "-o", str(run),
+              "--num-envs", str(b.args.num_envs), "--steps", "100000000", "--k", str(k),
+              *(["--ft-steps", "1"] if k > 1 else []), "--device", b.args.device, "--resume",
+              "--time-budget", str(int(chunk)), "--eval-episodes", "0", *b.args.ppo_args.split())
+        used += time.perf_counter() - t
+        b.state["ppo_seconds"][key] = used
+        b.save()
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    tail = rows[-5:]
+
+    def mean(name: str) -> float:
+        return round(sum(r[name] for r in tail) / len(tail), 4)
+
+    return {"wall_clock_total_s": round(used, 1), "iterations": len(rows), "env_steps": rows[-1]["env_steps"],
+            "train_success_curve": [round(r["success_rate"], 3) for r in rows],
+            "env_steps_per_s": mean("env_steps_per_s"), "decisions_per_s": mean("decisions_per_s"),
+            "time_split_s_per_iteration": {"env": mean("time_env_s"), "policy": mean("time_policy_s"),
+                                           "update": mean("time_update_s")},
+            "last": {k_: tail[-1][k_] for k_ in ("approx_kl", "clip_frac", "sigma", "value_loss", "ratio_max_dev")}}
+
+
+def latency(b: Bench, policy_dir: str) -> dict:
+    """Median per-chunk inference latency (ms) of the BC policy at K=10 and K=1, batch 1 and 64."""
+    import numpy as np
+    import torch
+
+    from rl.policies.modeling_flow_vla import load_policy
+
+    pol = load_policy(policy_dir, b.args.device)
+    cfg, size = pol.config, int((pol.provenance.get("env_config") or {}).get("image_size", 64))
+    out = {}
+    for batch in (1, 64):
+        obs = {"observation.state": torch.zeros(batch, cfg.state_dim, device=pol.device),
+               "task": [PROMPTS[0]] * batch,
+               **{f"observation.images.{c}": torch.rand(batch, 3, size, size, device=pol.device)
+                  for c in cfg.cameras or ()}}
+        for k in (10, 1):
+            times = []
+            for i in range(60):
+                if pol.device.type == "cuda":
+                    torch.cuda.synchronize()
+                t = time.perf_counter()
+                pol.predict_action_chunk(obs, num_steps=k)
+                if pol.device.type == "cuda":
+                    torch.cuda.synchronize()
+                if i >= 10:
+                    times.append((time.perf_counter() - t) * 1000)
+            out[f"batch{batch}_k{k}_ms"] = round(float(np.median(times)), 3)
+        out[f"batch{batch}_speedup_k1"] = round(out[f"batch{batch}_k10_ms"] / out[f"batch{batch}_k1_ms"], 2)
+    return out
+
+
+def run_prompt(b: Bench, prompt: str) -> dict:
+    """Every stage of one prompt (see the module docstring)."""
+    a = b.args
+    base, s = b.work / slug(prompt), slug(prompt)
+    r: dict = {}
+    r["pack_train"] = b.stage(f"{s}/pack_train", lambda: make_pack(b, prompt, "train", a.train_scenes, 0), 120)
+    r["pack_held"] = b.stage(f"{s}/pack_held", lambda: make_pack(b, prompt, "held", a.held_scenes, 1), 120)
+    r["demos"] = b.stage(f"{s}/demos", lambda: b.cli(
+        "demos", str(base / "train"), "-n", str(a.demos), "-o", str(base / "demos"), "--image-size",
+        str(a.image_size), "--overwrite"), 60)
+    r["bc"] = b.stage(f"{s}/bc", lambda: b.cli(
+        "train", "bc", str(base / "demos"), "-o", str(base / "bc"), "--device", a.device, "--steps",
+        str(a.bc_steps), "--resume", "--no-progress", "--eval-every", "0", "--time-limit-s",
+        str(int(b.left() - 30))) or _bc_done(base / "bc", a.bc_steps), 90)
+    for k in (10, 1):
+        for where in ("train", "held"):
+            r[f"bc_k{k}_{where}"] = b.stage(f"{s}/eval_bc_k{k}_{where}",
+                                            lambda k=k, w=where: evaluate(b, str(base / "bc"), str(base / w), k))
+    for k in a.ks:
+        r[f"ppo_k{k}"] = b.stage(f"{s}/ppo_k{k}", lambda k=k: ppoflow(b, prompt, k), 90)
+        for where in ("train", "held"):
+            r[f"ppo_k{k}_{where}"] = b.stage(
+                f"{s}/eval_ppo_k{k}_{where}",
+                lambda k=k, w=where: evaluate(b, str(base / f"ppo_k{k}" / "policy"), str(base / w), k))
+        r[f"lift_k{k}_train_points"] = round(100 * (r[f"ppo_k{k}_train"]["success_rate"]
+                                                    - r["bc_k10_train"]["success_rate"]), 1)
+        r[f"lift_k{k}_held_points"] = round(100 * (r[f"ppo_k{k}_held"]["success_rate"]
+                                                   - r["bc_k10_held"]["success_rate"]), 1)
+    r["latency"] = b.stage(f"{s}/latency", lambda: latency(b, str(base / "bc" / "policy")))
+    return r
+
+
+def numerics(b: Bench, policy_dir: str) -> dict:
+    """Largest ``|ratio - 1|`` when stored chains are rescored: the guard batch vs a shuffled minibatch with gradients.
+
+    With and without ``strict_fp32`` (TF32 and the transformer fast path off), for K=1, K=10 and K=10 with
+    ``ft_steps=1``, float32 and bf16 embeddings; observations are random images and states.
+    """
+    import numpy as np
+    import torch
+
+    from rl.policies.modeling_flow_vla import load_policy
+    from rl.policies.noise import FlowVLAAdapter, NoiseNet, NoisyFlow
+    from rl.ppoflow import strict_numerics
+    from rl.rollout import concat_obs, take_obs
+
+    model = load_policy(policy_dir, b.args.device)
+    pol, c, rng, n, out = FlowVLAAdapter(model), model.config, np.random.default_rng(0), 16, {}
+    size = int((model.provenance.get("env_config") or {}).get("image_size", 64))
+
+    def obs() -> dict:
+        ins = np.empty(n, dtype=object)
+        ins[:] = [PROMPTS[i % 2] for i in range(n)]
+        return {**{cam: rng.integers(0, 255, (n, size, size, 3), dtype=np.uint8) for cam in c.cameras or ()},
+                "proprio": rng.normal(size=(n, c.state_dim)).astype(np.float32), "instruction": ins}
+
+    for strict in (False, True):
+        for k, ft in ((1, None), (10, None), (10, 1)):
+            for amp in (False, True):
+                with strict_numerics(strict):
+                    noise = NoiseNet(c.d_model, c.chunk_size, c.action_dim, sigma_min=0.08, sigma_max=0.14)
+                    agent = NoisyFlow(pol, noise.to(model.device), k, ft, False, amp).eval()
+                    gen = torch.Generator(device=model.device).manual_seed(0)
+                    batches, chains, lps = [obs() for _ in range(8)], [], []
+                    with torch.no_grad():
+                        for o in batches:
+                            ch, lp = agent.sample(agent.embed(o), gen)
+                            chains.append(ch)
+                            lps.append(lp)
+                    flat, chain, old = concat_obs(batches), torch.cat(chains), torch.cat(lps)
+                    guard_ix, shuf_ix = np.arange(n), rng.permutation(len(old))[:32]
+                    with torch.no_grad():
+                        g = agent.log_prob(agent.embed(take_obs(flat, guard_ix)), chain[:n])[0]
+                    t = torch.as_tensor(shuf_ix, device=model.device)
+                    m = agent.log_prob(agent.embed(take_obs(flat, shuf_ix)), chain[t])[0].detach()
+                out[f"strict{strict}_k{k}_ft{ft}_amp{amp}"] = {
+                    "guard_batch": float(((g - old[:n]).exp() - 1).abs().max()),
+                    "shuffled_minibatch_with_grad": float(((m - old[t]).exp() - 1).abs().max())}
+    return out
+
+
+def run(b: Bench) -> dict:
+    a = b.args
+    result: dict = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
+                                "python": sys.version.split()[0]},
+                    "command": " ".join(["python", *sys.argv]), "settings": {k: v for k, v in vars(a).items()},
+                    "prompts": {}}
+    try:
+        import torch
+
+        result["machine"]["torch"] = torch.__version__
+        result["machine"]["gpu"] = torch.cuda.get_device_name() if torch.cuda.is_available() else None
+    except ImportError:
+        pass
+    for prompt in a.prompts:
+        result["prompts"][prompt] = run_prompt(b, prompt)
+    first = b.work / slug(a.prompts[0]) / "bc" / "policy"
+    result["ratio_numerics"] = b.stage("ratio_numerics", lambda: numerics(b, str(first)))
+    return result
+
+
+def _bc_done(run: Path, steps: int) -> dict:
+    """``train bc`` stops at its time limit too: the stage is done only once the last checkpoint reached ``steps``."""
+    name = (run / "checkpoints" / "last.txt").read_text().strip()
+    reached = int(name.split("-")[-1])
+    if reached < steps:
+        raise OutOfTime(f"bc at step {reached} of {steps}")
+    return {"steps": reached}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--work", default="out/ppoflow_lift", help="work folder (packs, demos, runs, state.json)")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--budget", type=float, default=540.0, help="seconds this call may run")
+    ap.add_argument("--prompts", nargs="+", default=list(PROMPTS))
+    ap.add_argument("--train-scenes", type=int, default=16)
+    ap.add_argument("--held-scenes", type=int, default=16)
+    ap.add_argument("--demos", type=int, default=20, help="expert episodes for BC (few, so BC is weak)")
+    ap.add_argument("--image-size", type=int, default=64)
+    ap.add_argument("--bc-steps", type=int, default=3000)
+    ap.add_argument("--ks", type=int, nargs="+", default=[1], help="PPOFlow K values (e.g. 1 10)")
+    ap.add_argument("--ppo-minutes", type=float, default=20.0, help="PPOFlow wall-clock per prompt and K")
+    ap.add_argument("--ppo-args", default="--decisions-per-env 32 --minibatch-size 128 --clip-eps 0.01",
+                    help="extra `train ppoflow` options (the same every call: --resume checks)")
+    ap.add_argument("--num-envs", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=16, help="env processes for packs and evaluation")
+    ap.add_argument("--eval-episodes", type=int, default=100)
+    ap.add_argument("--eval-seed", type=int, default=1_000_000)
+    ap.add_argument("--out", default=str(Path(__file__).with_name("ppoflow_lift.json")))
+    args = ap.parse_args()
+    b = Bench(args)
+    try:
+        result = run(b)
+    except OutOfTime as exc:
+        print(f"budget spent before {exc}; run the same command again to resume", flush=True)
+        return
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(f"all stages done; wrote {args.out}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

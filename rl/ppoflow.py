@@ -1,0 +1,495 @@
+"""PPOFlow: PPO fine-tuning of a flow-matching policy with learned noise injection (ReinFlow-style), one file.
+
+Read top to bottom: the config (:class:`PPOFlowConfig`, one docstring per field), the critic,
+GAE over chunk macro-actions, checkpoints, then :func:`train`: rollout -> advantages -> update.
+
+* **Noise injection** (:mod:`rl.policies.noise`): each Euler step of the flow becomes a Gaussian
+  transition with a learned, bounded std; only the last ``ft_steps`` are noisy. ``k=1`` is a
+  single Gaussian step from noise (a closed-form policy, and the fastest at inference).
+* **Macro-actions**: one decision samples a chunk; its first ``action_steps`` actions run in the
+  env (:class:`rl.rollout.ChunkEnv`). The decision's reward is the discounted sum over its env
+  steps and the next value is discounted by ``gamma ** steps``.
+* **Guards**: the first minibatch of every update (rollout step 0's decisions, rescored before any
+  step) must reproduce the stored log-probabilities (``|ratio - 1| <= ratio_guard_tol``) or the run
+  stops naming the likely cause;
+  GAE bootstraps a truncated episode from its true final observation and cuts at termination;
+  a non-finite loss stops the run before the checkpoint is overwritten, so the last good one stays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import io
+import json
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+from torch import nn
+
+from rl.policies.noise import NoiseNet, NoisyFlow, cat_embeddings, pooled, take_embedding
+from rl.rollout import ChunkVec, RayChunkVec, concat_obs, make_rollout_vec, stack_obs, take_obs
+from scenegen.errors import ConfigError, ScenegenError
+from scenegen.fileio import write_atomic
+
+
+class PPOFlowError(ScenegenError):
+    """Training stopped: a failed correctness guard or a non-finite loss."""
+
+
+@dataclass(frozen=True)
+class PPOFlowConfig:
+    """PPOFlow hyper-parameters. A resumed run must have exactly the same values."""
+
+    seed: int = 0
+    """Seeds the environments' first reset, the chain noise and the minibatch order."""
+    num_envs: int = 8
+    """Environments stepped in parallel."""
+    decisions_per_env: int = 32
+    """Chunk decisions per environment per iteration (the rollout length)."""
+    total_env_steps: int = 200_000
+    """Stop once this many env steps (not decisions) have been taken."""
+    k: int = 1
+    """Euler steps of the noisy chain, at fine-tuning and in the exported policy (1: single-step Gaussian)."""
+    ft_steps: int | None = None
+    """Only the last ``ft_steps`` transitions are noisy and scored (None: all ``k``)."""
+    action_steps: int | None = None
+    """Actions of a chunk executed per decision (None: the policy's ``n_action_steps``, else its horizon)."""
+    gamma: float = 0.99
+    """Discount per env step."""
+    gae_lambda: float = 0.95
+    """GAE lambda (applied per decision, together with ``gamma ** steps``)."""
+    progress_reward: float = 0.0
+    """Weight of a dense bonus on the change of task progress (0: the env's sparse reward only)."""
+    sigma_min: float = 0.08
+    """Lower bound of the injected noise std (in the policy's action units)."""
+    sigma_max: float = 0.14
+    """Upper bound of the injected noise std."""
+    init_std: float | None = None
+    """Initial noise std (None: the middle of the bounds)."""
+    noise_hidden: int = 128
+    """Hidden width of the noise network."""
+    noise_uses_time: bool = False
+    """Feed the flow time to the noise network as well as the embedding."""
+    normalize_logprob: bool = False
+    """Average the chain log-probability over transitions and dims instead of summing (then a larger ``clip_eps``)."""
+    clip_eps: float = 0.01
+    """PPO ratio clip (ReinFlow: ~0.01 for state inputs, 0.001-0.01 for images, with summed log-probs)."""
+    ratio_power: float = 1.0
+    """Use the power-scaled ratio ``(pi / pi_old) ** ratio_power`` in the surrogate (1: plain PPO)."""
+    value_clip: float | None = None
+    """Clip the value change to this around the rollout value (None: plain squared error)."""
+    vf_coef: float = 0.5
+    """Weight of the value loss."""
+    ent_coef: float = 0.0
+    """Weight of the entropy bonus on the injected noise."""
+    lr_actor: float = 3e-5
+    """Adam learning rate of the flow policy."""
+    lr_noise: float = 3e-4
+    """Adam learning rate of the noise network."""
+    lr_critic: float = 3e-4
+    """Adam learning rate of the critic."""
+    update_epochs: int = 4
+    """Passes over each rollout."""
+    minibatch_size: int = 64
+    """Decisions per gradient step."""
+    max_grad_norm: float = 1.0
+    """Gradient clipping of the global norm."""
+    target_kl: float | None = 0.05
+    """Stop an update early once the approximate KL exceeds this (None: never)."""
+    ratio_stop: float | None = None
+    """Stop an update early once ``max |ratio - 1|`` exceeds this (None: never)."""
+    norm_adv: bool = True
+    """Normalise advantages per minibatch."""
+    critic: Literal["shared", "separate"] = "shared"
+    """``shared``: a value head on the detached policy embedding; ``separate``: on a copy of the policy's encoder."""
+    critic_hidden: int = 256
+    """Hidden width of the value head."""
+    critic_warmup_iters: int = 0
+    """First iterations that train only the critic (the policy is kept as initialised)."""
+    freeze_encoder: bool = False
+    """Keep the observation encoder fixed and reuse the rollout's embeddings in the update (faster)."""
+    ratio_guard_tol: float = 1e-5
+    """Largest ``|ratio - 1|`` allowed on the guard batch (rollout step 0's decisions, rescored before any step)."""
+    device: str = "cpu"
+    """Torch device of the policy (``cuda`` on a GPU machine)."""
+    amp: bool = False
+    """bf16 autocast for the embedding on CUDA (the flow and its log-probabilities stay float32)."""
+    strict_fp32: bool = True
+    """No TF32 and no transformer inference fast path while training, so updates rescore chains as rollouts
+    scored them (on an H200 both moved first-minibatch ratios of a float32 FlowVLA by up to 4%)."""
+
+    def __post_init__(self) -> None:
+        checks = {"num_envs": self.num_envs >= 1, "decisions_per_env": self.decisions_per_env >= 1,
+                  "total_env_steps": self.total_env_steps >= 1, "k": self.k >= 1,
+                  "gamma": 0 < self.gamma <= 1, "gae_lambda": 0 <= self.gae_lambda <= 1,
+                  "clip_eps": 0 < self.clip_eps < 1, "ratio_power": self.ratio_power > 0,
+                  "update_epochs": self.update_epochs >= 1, "minibatch_size": self.minibatch_size >= 1,
+                  "max_grad_norm": self.max_grad_norm > 0, "ratio_guard_tol": self.ratio_guard_tol > 0,
+                  "sigma_min": 0 < self.sigma_min <= self.sigma_max,
+                  "ft_steps": self.ft_steps is None or 1 <= self.ft_steps <= self.k,
+                  "critic": self.critic in ("shared", "separate")}
+        for name in ("lr_actor", "lr_noise", "lr_critic", "vf_coef", "ent_coef", "progress_reward"):
+            checks[name] = math.isfinite(getattr(self, name)) and getattr(self, name) >= 0
+        bad = [n for n, ok in checks.items() if not ok]
+        if bad:
+            raise ConfigError("PPOFlowConfig: bad value(s) " + ", ".join(f"{n}={getattr(self, n)!r}" for n in bad))
+
+
+# ---------------------------------------------------------------------- critic
+class Critic(nn.Module):
+    """V(obs): an MLP on the detached shared embedding, or on its own copy of the policy's encoder."""
+
+    def __init__(self, embed_dim: int, hidden: int, encoder: nn.Module | None = None) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Sequential(nn.Linear(embed_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
+                                  nn.Linear(hidden, 1))
+
+    def forward(self, z: torch.Tensor, obs: dict | None = None) -> torch.Tensor:
+        """Values ``(B,)`` from the shared embedding ``z`` (or, with an own encoder, from ``obs``)."""
+        feat = pooled(self.encoder.embed(obs)) if self.encoder is not None else pooled(z).detach()
+        return self.head(feat.float()).squeeze(-1)
+
+
+# ---------------------------------------------------------------------- advantages over macro-actions
+def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, steps: np.ndarray,
+        terminated: np.ndarray, ended: np.ndarray, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """GAE over decisions ``(T, N)``; returns ``(advantages, returns)``.
+
+    ``next_values[t]`` is the value of the observation after decision t: the next decision's
+    observation, or, where the episode was truncated, its true final observation. A decision
+    of ``steps[t]`` env steps discounts it by ``gamma ** steps[t]``; termination drops it, and
+    any episode end (``ended``) stops the advantage from flowing back across the reset.
+    """
+    adv = np.zeros_like(values, dtype=np.float64)
+    last = np.zeros(values.shape[1:])
+    for t in reversed(range(len(rewards))):
+        g = gamma ** steps[t]
+        delta = rewards[t] + g * (1.0 - terminated[t]) * next_values[t] - values[t]
+        last = delta + g * lam * (1.0 - ended[t]) * last
+        adv[t] = last
+    return adv, adv + values
+
+
+# ---------------------------------------------------------------------- checkpoints and logs
+def _save(path: Path, state: dict) -> None:
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    write_atomic(path, buf.getvalue(), error=PPOFlowError)
+
+
+def _check_resume(saved: dict, cfg: PPOFlowConfig, path: Path) -> None:
+    now = dataclasses.asdict(cfg)
+    diff = sorted(k for k in set(now) | set(saved) if now.get(k) != saved.get(k))
+    if diff:
+        raise ConfigError(f"--resume: the config differs from the run's ({path}) in "
+                          + ", ".join(f"{k}: {saved.get(k)!r} -> {now.get(k)!r}" for k in diff))
+
+
+def action_steps(cfg: PPOFlowConfig, policy: nn.Module) -> int:
+    """Actions executed per decision: the config's, else the policy's ``n_action_steps``, else its horizon."""
+    n = cfg.action_steps or getattr(policy, "n_action_steps", None) or policy.horizon
+    if not 1 <= n <= policy.horizon:
+        raise ConfigError(f"action_steps = {n} must be in 1..{policy.horizon} (the policy's chunk length)")
+    return int(n)
+
+
+def make_envs(cfg: PPOFlowConfig, policy: nn.Module, envs: Any, backend: str = "async", *,
+              env_config: Any = None, ray_address: str | None = None) -> ChunkVec | RayChunkVec:
+    """The chunk environments :func:`train` expects: a pack folder or env factories, the config's chunking and gamma."""
+    return make_rollout_vec(envs, cfg.num_envs, backend, ray_address=ray_address, horizon=policy.horizon,
+                            action_steps=action_steps(cfg, policy), gamma=cfg.gamma,
+                            progress_reward=cfg.progress_reward,
+                            **({"env_config": env_config} if env_config is not None else {}))
+
+
+@contextlib.contextmanager
+def strict_numerics(on: bool) -> Iterator[None]:
+    """Float32 convolutions and matmuls without TF32, and no ``nn.Transformer*`` fast path (restored after)."""
+    b = torch.backends
+    saved = (b.cudnn.allow_tf32, b.cuda.matmul.allow_tf32, b.mha.get_fastpath_enabled())
+    if on:
+        b.cudnn.allow_tf32 = b.cuda.matmul.allow_tf32 = False
+        b.mha.set_fastpath_enabled(False)
+    try:
+        yield
+    finally:
+        b.cudnn.allow_tf32, b.cuda.matmul.allow_tf32 = saved[:2]
+        b.mha.set_fastpath_enabled(saved[2])
+
+
+# ---------------------------------------------------------------------- the algorithm
+def train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, out: str | Path, *,
+          resume: bool = False, time_budget_s: float | None = None, max_iterations: int | None = None,
+          progress: bool = True) -> dict:
+    """Fine-tune ``policy`` with PPOFlow on ``envs`` (built with the config's chunk length and gamma).
+
+    Args:
+        cfg: the hyper-parameters.
+        policy: a :class:`~rl.policies.noise.FlowPolicy` on ``cfg.device``, e.g. loaded from a BC run.
+        envs: chunk environments (:func:`rl.rollout.make_rollout_vec`), ``cfg.num_envs`` of them.
+        out: the run folder: ``checkpoint.pt`` (every iteration), ``metrics.jsonl``, ``tb/``, ``config.json``.
+        resume: continue from ``out/checkpoint.pt`` (the config must be identical); fresh if there is none.
+        time_budget_s: stop (after a checkpoint) before an iteration that would end past this wall-clock.
+        max_iterations: stop after this many iterations in this call (a smoke run).
+        progress: show a progress bar.
+
+    Returns:
+        ``iterations``, ``env_steps``, ``finished`` (the step budget was reached), ``checkpoint``,
+        ``last`` (the last metrics row), ``agent`` and ``critic``.
+
+    Raises:
+        PPOFlowError: a failed guard or a non-finite loss (the last good checkpoint is kept).
+        ConfigError: a config mismatch on resume, or a run folder that already holds a checkpoint without ``resume``.
+
+    """
+    with strict_numerics(cfg.strict_fp32):
+        return _train(cfg, policy, envs, Path(out), resume, time_budget_s, max_iterations, progress)
+
+
+def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, out: Path, resume: bool,
+           time_budget_s: float | None, max_iterations: int | None, progress: bool) -> dict:
+    from tqdm import tqdm
+
+    from rl.bc import _Log  # metrics.jsonl and TensorBoard scalars, as BC writes them
+    from rl.stats import wilson_interval
+
+    t_start = time.perf_counter()
+    dev = torch.device(cfg.device)
+    ckpt_path = out / "checkpoint.pt"
+    if ckpt_path.exists() and not resume:
+        raise ConfigError(f"{out} already holds a PPOFlow run; pass --resume to continue it or pick another -o")
+    if envs.num_envs != cfg.num_envs:
+        raise ConfigError(f"envs has {envs.num_envs} environments, the config num_envs = {cfg.num_envs}")
+    torch.manual_seed(cfg.seed)
+    gen = torch.Generator(device=dev).manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    N, T = cfg.num_envs, cfg.decisions_per_env
+
+    # --- agent: the policy with learned noise, and a critic; dropout off for good (the guard checks it)
+    obs = envs.reset(seed=cfg.seed)
+    policy.eval()
+    with torch.no_grad():
+        embed_dim = pooled(policy.embed(take_obs(obs, slice(0, 1)))).shape[1]
+    noise = NoiseNet(embed_dim, policy.horizon, policy.action_dim, sigma_min=cfg.sigma_min, sigma_max=cfg.sigma_max,
+                     init_std=cfg.init_std, hidden=cfg.noise_hidden, use_time=cfg.noise_uses_time).to(dev)
+    agent = NoisyFlow(policy, noise, cfg.k, cfg.ft_steps, cfg.normalize_logprob, cfg.amp)
+    critic = Critic(embed_dim, cfg.critic_hidden, copy.deepcopy(policy) if cfg.critic == "separate" else None).to(dev)
+    agent.eval()
+    critic.eval()
+    optim = torch.optim.Adam([{"params": list(policy.parameters()), "lr": cfg.lr_actor},
+                              {"params": list(noise.parameters()), "lr": cfg.lr_noise},
+                              {"params": list(critic.parameters()), "lr": cfg.lr_critic}], eps=1e-5)
+    iteration, env_steps = 0, 0
+    if resume and ckpt_path.exists():
+        state = torch.load(ckpt_path, map_location=dev, weights_only=False)
+        _check_resume(state["config"], cfg, ckpt_path)
+        agent.load_state_dict(state["agent"])
+        critic.load_state_dict(state["critic"])
+        optim.load_state_dict(state["optim"])
+        gen.set_state(state["gen"].cpu())
+        rng = np.random.default_rng([cfg.seed, state["iteration"]])
+        iteration, env_steps = state["iteration"], state["env_steps"]
+        obs = envs.reset(seed=cfg.seed + 7919 * iteration)  # a fresh episode set for the resumed run
+    out.mkdir(parents=True, exist_ok=True)
+    write_atomic(out / "config.json", json.dumps(dataclasses.asdict(cfg), indent=2), error=PPOFlowError)
+    log = _Log(out)
+    bar = tqdm(total=cfg.total_env_steps, initial=min(env_steps, cfg.total_env_steps), unit="step",
+               disable=not progress, desc="ppoflow")
+    ep_ret, ep_len = np.zeros(N), np.zeros(N, dtype=np.int64)
+    last_row: dict = {}
+    iter_time, first_iteration = 0.0, iteration
+
+    while env_steps < cfg.total_env_steps:
+        if time_budget_s is not None and time.perf_counter() - t_start + iter_time > time_budget_s:
+            break
+        if max_iterations is not None and iteration - first_iteration >= max_iterations:
+            break
+        t_iter = time.perf_counter()
+        # --- 1. rollout: T decisions in each of N environments
+        buf_obs, zs, chains = [], [], []
+        logp, values, next_values = (np.zeros((T, N)) for _ in range(3))
+        rewards, steps = np.zeros((T, N)), np.zeros((T, N), dtype=np.int64)
+        terminated, ended = np.zeros((T, N)), np.zeros((T, N))
+        episodes: list[dict] = []
+        t_env = t_pol = 0.0
+        for t in range(T):
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                z = agent.embed(obs)
+                chain, lp = agent.sample(z, gen)
+                values[t] = critic(z, obs).cpu().numpy()
+                action = agent.env_action(chain[:, -1])
+            buf_obs.append(obs)
+            zs.append(z if cfg.freeze_encoder else None)
+            chains.append(chain)
+            logp[t] = lp.cpu().numpy()
+            t1 = time.perf_counter()
+            st = envs.step(action)
+            t2 = time.perf_counter()
+            rewards[t], steps[t] = st.reward, st.steps
+            terminated[t], ended[t] = st.terminated, st.done
+            ep_ret += st.raw_reward
+            ep_len += st.steps
+            trunc = np.flatnonzero(st.truncated)
+            if trunc.size:  # bootstrap from the true final observation, not the reset one
+                fin = stack_obs([st.final_obs[i] for i in trunc])
+                with torch.no_grad():
+                    next_values[t, trunc] = critic(agent.embed(fin), fin).cpu().numpy()
+            for i in np.flatnonzero(st.done):
+                episodes.append({"success": bool(st.info["success"][i]), "progress": float(st.info["progress"][i]),
+                                 "return": float(ep_ret[i]), "length": int(ep_len[i])})
+                ep_ret[i], ep_len[i] = 0.0, 0
+            obs = st.obs
+            t_pol += (t1 - t0) + (time.perf_counter() - t2)
+            t_env += t2 - t1
+        with torch.no_grad():
+            last_v = critic(agent.embed(obs), obs).cpu().numpy()
+        for t in range(T):  # a decision whose episode went on is followed by the next decision's value
+            nxt = values[t + 1] if t + 1 < T else last_v
+            keep = ended[t] == 0
+            next_values[t, keep] = nxt[keep]
+        rollout_steps = int(steps.sum())
+        env_steps += rollout_steps
+
+        # --- 2. advantages
+        adv, ret = gae(rewards, values, next_values, steps, terminated, ended, cfg.gamma, cfg.gae_lambda)
+        if not (np.isfinite(adv).all() and np.isfinite(ret).all()):
+            raise PPOFlowError(f"iteration {iteration}: non-finite advantages or returns (rewards or values "
+                               f"went NaN/inf); last good checkpoint: {ckpt_path}")
+        flat_obs = concat_obs(buf_obs)
+        b_chain = torch.cat(chains)
+        b_z = cat_embeddings(zs) if cfg.freeze_encoder else None
+        b_logp, b_adv, b_ret, b_val = (torch.as_tensor(a.reshape(-1), dtype=torch.float32, device=dev)
+                                       for a in (logp, adv, ret, values))
+
+        # --- 3. update
+        t_up = time.perf_counter()
+        warmup = iteration < cfg.critic_warmup_iters
+        stats: dict[str, list[float]] = {k: [] for k in ("pg_loss", "value_loss", "entropy", "approx_kl",
+                                                         "clip_frac", "ratio_mean", "ratio_max_dev")}
+        stopped_early, n_batch = False, N * T
+        guard = _ratio_guard(agent, cfg, buf_obs[0], b_z, b_chain[:N], b_logp[:N], iteration)
+        for epoch in range(cfg.update_epochs):
+            order = rng.permutation(n_batch)
+            for b, start in enumerate(range(0, n_batch, cfg.minibatch_size)):
+                idx = order[start:start + cfg.minibatch_size]
+                tidx = torch.as_tensor(idx, device=dev)
+                mb_obs = take_obs(flat_obs, idx)
+                z = take_embedding(b_z, tidx) if b_z is not None else agent.embed(mb_obs)
+                new_lp, ent = agent.log_prob(z, b_chain[tidx])
+                logratio = new_lp - b_logp[tidx]
+                ratio = logratio.exp()
+                mb_adv = b_adv[tidx]
+                if cfg.norm_adv and len(idx) > 1:
+                    mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                r = (cfg.ratio_power * logratio).exp() if cfg.ratio_power != 1.0 else ratio
+                pg_loss = torch.max(-mb_adv * r, -mb_adv * r.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps)).mean()
+                v = critic(z, mb_obs)
+                v_err = (v - b_ret[tidx]) ** 2
+                if cfg.value_clip is not None:
+                    v_clipped = b_val[tidx] + (v - b_val[tidx]).clamp(-cfg.value_clip, cfg.value_clip)
+                    v_err = torch.max(v_err, (v_clipped - b_ret[tidx]) ** 2)
+                v_loss = 0.5 * v_err.mean()
+                ent_mean = ent.mean()
+                for name, val in (("policy", pg_loss), ("value", v_loss), ("entropy", ent_mean)):
+                    if not torch.isfinite(val):
+                        raise PPOFlowError(f"iteration {iteration}, epoch {epoch}, minibatch {b}: the {name} loss is "
+                                           f"{val.item()}; stopped, last good checkpoint kept: {ckpt_path}")
+                loss = cfg.vf_coef * v_loss if warmup else pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent_mean
+                optim.zero_grad(set_to_none=True)
+                loss.backward()
+                nn.utils.clip_grad_norm_([p for g in optim.param_groups for p in g["params"]], cfg.max_grad_norm)
+                optim.step()
+                with torch.no_grad():
+                    kl = ((ratio - 1) - logratio).mean().item()
+                    dev_max = (ratio - 1).abs().max().item()
+                    for k_, v_ in (("pg_loss", pg_loss.item()), ("value_loss", v_loss.item()),
+                                   ("entropy", ent_mean.item()), ("approx_kl", kl),
+                                   ("clip_frac", ((ratio - 1).abs() > cfg.clip_eps).float().mean().item()),
+                                   ("ratio_mean", ratio.mean().item()), ("ratio_max_dev", dev_max)):
+                        stats[k_].append(v_)
+                if not warmup and ((cfg.target_kl is not None and kl > cfg.target_kl)
+                                   or (cfg.ratio_stop is not None and dev_max > cfg.ratio_stop)):
+                    stopped_early = True
+                    break
+            if stopped_early:
+                break
+        t_update = time.perf_counter() - t_up
+        iteration += 1
+
+        # --- 4. log and checkpoint
+        with torch.no_grad():
+            sigma = agent.mean_std(agent.embed(take_obs(flat_obs, slice(0, min(n_batch, 256))))).mean().item()
+        n_ep = len(episodes)
+        succ = sum(e["success"] for e in episodes)
+        lo, hi = wilson_interval(succ, n_ep) if n_ep else (float("nan"), float("nan"))
+        var_ret = float(np.var(ret))
+        row = {"iteration": iteration, "env_steps": env_steps, "decisions": iteration * n_batch,
+               "episodes": n_ep, "success_rate": succ / n_ep if n_ep else float("nan"),
+               "success_ci95_lo": lo, "success_ci95_hi": hi,
+               "return": float(np.mean([e["return"] for e in episodes])) if n_ep else float("nan"),
+               "progress": float(np.mean([e["progress"] for e in episodes])) if n_ep else float("nan"),
+               "episode_length": float(np.mean([e["length"] for e in episodes])) if n_ep else float("nan"),
+               **{k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()},
+               "ratio_max_dev": float(np.max(stats["ratio_max_dev"])) if stats["ratio_max_dev"] else float("nan"),
+               "sigma": sigma, "explained_variance": 1 - float(np.var(ret - values)) / var_ret if var_ret > 0 else 0.0,
+               "guard_max_dev": guard, "first_minibatch_ratio_dev": stats["ratio_max_dev"][0],
+               "early_stop": stopped_early, "critic_warmup": warmup,
+               "env_steps_per_s": rollout_steps / max(t_env + t_pol, 1e-9),
+               "decisions_per_s": n_batch / max(t_env + t_pol, 1e-9),
+               "time_env_s": t_env, "time_policy_s": t_pol, "time_update_s": t_update}
+        _save(ckpt_path, {"config": dataclasses.asdict(cfg), "iteration": iteration, "env_steps": env_steps,
+                          "agent": agent.state_dict(), "critic": critic.state_dict(), "optim": optim.state_dict(),
+                          "gen": gen.get_state(), "row": row})
+        log.write(env_steps, row, kind="ppoflow")
+        last_row = row
+        bar.update(min(rollout_steps, max(0, cfg.total_env_steps - bar.n)))
+        bar.set_postfix(success=f"{row['success_rate']:.2f}", kl=f"{row['approx_kl']:.4f}", sigma=f"{sigma:.3f}")
+        iter_time = time.perf_counter() - t_iter
+    bar.close()
+    log.close()
+    return {"iterations": iteration, "env_steps": env_steps, "finished": env_steps >= cfg.total_env_steps,
+            "checkpoint": str(ckpt_path), "last": last_row, "agent": agent, "critic": critic}
+
+
+def _ratio_guard(agent: NoisyFlow, cfg: PPOFlowConfig, obs: dict, b_z: Any, chain: torch.Tensor,
+                 old: torch.Tensor, iteration: int) -> float:
+    """Rescore rollout step 0's decisions as the update does; return ``max |ratio - 1|`` or stop naming the cause.
+
+    The batch is the one the rollout scored (same observations, batch composition and grad mode), so a
+    deterministic policy reproduces its log-probabilities exactly; a shuffled minibatch with gradients
+    differs by float32 effects of batch composition and of PyTorch's inference fast path (up to ~1e-4
+    on a summed 16 x 5 x 10 chain), far below ``clip_eps``: that one is logged as ``ratio_max_dev``.
+    """
+    n = len(old)
+    with torch.no_grad():  # as the rollout scored them (no_grad also picks the same transformer kernels)
+        z = take_embedding(b_z, torch.arange(n, device=old.device)) if b_z is not None else agent.embed(obs)
+        new = agent.log_prob(z, chain)[0]
+    dev = ((new - old).exp() - 1).abs()
+    if dev.max().item() <= cfg.ratio_guard_tol:
+        return dev.max().item()
+    i = int(dev.argmax())
+    with torch.no_grad():
+        again = [agent.log_prob(z if b_z is not None else agent.embed(obs), chain)[0] for _ in range(2)]
+    dropout = [n for n, m in agent.named_modules() if isinstance(m, nn.modules.dropout._DropoutNd) and m.training]
+    if dropout:
+        cause = f"dropout is active in {dropout[:3]}; keep the policy in eval mode"
+    elif not torch.equal(again[0], again[1]):
+        cause = ("two recomputations on the same observations disagree: the policy's embed or velocity is "
+                 "random in eval mode (augmentation or noise in preprocessing)")
+    else:
+        cause = ("the update scores chains differently from the rollout: different observation preprocessing, "
+                 "parameters changed between rollout and update, or a different k / ft_steps / time grid")
+    raise PPOFlowError(f"ratio guard, iteration {iteration}: recomputed log-probs differ from the stored ones "
+                       f"before any update (max |ratio - 1| = {dev.max().item():.3g} > {cfg.ratio_guard_tol:g}; "
+                       f"decision {i}: stored {old[i].item():.6f}, recomputed {new[i].item():.6f}); "
+                       f"likely cause: {cause}")

@@ -1,0 +1,164 @@
+"""Rejection fine-tuning data: roll a policy out under DR, keep what worked, mix it with the original demonstrations.
+
+:func:`rft_dataset` rolls ``policy`` out ``rollouts`` times on a pack's scenes under domain
+randomization, keeps each successful episode whole (or, with ``keep="grasp_segments"``, a failed
+episode's frames up to the last step at which it held a goal object lifted), and writes a new
+LeRobot v3.0 dataset (:class:`rl.data.writer.DemoWriter`) holding those episodes mixed with
+episodes of the original demonstrations: ``demo_fraction`` of the output's episodes are original
+demonstrations (cycled when more are needed than exist). BC fine-tuning then trains on the
+output folder as on any demonstration dataset. The rollouts observe what the original
+demonstrations recorded (same cameras, image size, point clouds, environment-state slots), so
+the two mix into one dataset. ``meta/scenegen.json`` records the sources and the counts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+
+from rl.envs.config import DRConfig
+from scenegen.errors import ConfigError
+
+KEEP = ("episodes", "grasp_segments")
+"""What a rollout contributes: only successful episodes, or also failed episodes' successful grasps."""
+_INDEX = ("frame_index", "timestamp", "episode_index", "index", "task_index")
+
+
+def _lifted_goal(env: Any) -> bool:
+    task = env.unwrapped.task
+    return bool(task.subjects & task.lifted & task.held)
+
+
+def _rollout(recorder: Any, policy: Callable, seed: int, scene_id: str) -> tuple[dict, dict, int]:
+    """One recorded episode: (record for :func:`rl.data.demos.episode_record`, last info, last lifted-grasp frame)."""
+    obs, info = recorder.reset(seed=seed, options={"scene_id": scene_id})
+    if hasattr(policy, "reset"):
+        policy.reset(seed)
+    rec: dict = {"obs": [], "actions": [], "rewards": [], "scene_id": info.get("scene_id"),
+                 "instruction": info.get("instruction", "")}
+    terminated = truncated = False
+    grasp_end = 0
+    while not (terminated or truncated):
+        action = np.asarray(policy(obs), dtype=np.float32)
+        rec["obs"].append(obs)
+        rec["actions"].append(action)
+        obs, reward, terminated, truncated, info = recorder.step(action)
+        rec["rewards"].append(float(reward))
+        if _lifted_goal(recorder):
+            grasp_end = len(rec["actions"])
+        if getattr(policy, "done", False):
+            break
+    return rec, info, grasp_end
+
+
+def _cut(rec: dict, n: int) -> dict:
+    return {**rec, "obs": rec["obs"][:n], "actions": rec["actions"][:n], "rewards": rec["rewards"][:n]}
+
+
+def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os.PathLike, out: str | os.PathLike, *,
+                rollouts: int = 50, keep: str = "episodes", demo_fraction: float = 0.5, dr: DRConfig | None = None,
+                seed: int = 0, max_episode_steps: int = 300, min_segment: int = 10, overwrite: bool = False,
+                progress: bool = True) -> dict:
+    """Build a rejection-fine-tuning dataset at ``out`` (see the module docstring).
+
+    Args:
+        policy: a spec for :func:`rl.evalrun.make_policy` or a factory ``env -> policy``.
+        pack: the pack whose scenes the rollouts use.
+        demos: the original demonstration dataset (LeRobot v3.0, as ``scenegen demos`` writes it).
+        out: the new dataset's folder.
+        rollouts: policy episodes to try.
+        keep: ``episodes`` (successes only) or ``grasp_segments`` (also failed episodes up to their last lifted grasp).
+        demo_fraction: share of the output's episodes taken from ``demos`` (0 keeps only rollouts).
+        dr: domain randomization of the rollouts (default: :class:`DRConfig` defaults).
+        seed: rollout ``i`` resets with ``seed + i`` on scene ``i mod (number of scenes)``.
+        max_episode_steps: rollout length.
+        min_segment: shortest grasp segment (frames) worth keeping.
+        overwrite: replace a dataset already at ``out``.
+        progress: a progress bar.
+
+    Returns:
+        ``{"out", "rollouts", "successes", "segments", "kept", "demo_episodes", "episodes", "frames", "failures"}``.
+
+    Raises:
+        ConfigError: bad settings, or no rollout worth keeping (nothing to fine-tune on).
+
+    """
+    from tqdm import tqdm
+
+    from rl.data.demos import _PoseRecorder, episode_record, feature_names
+    from rl.data.reader import DemoDataset
+    from rl.data.writer import DemoWriter
+    from rl.envs import PickPlaceEnv
+    from rl.evalrun import MODE_ORDER, make_policy, primary_mode
+
+    if keep not in KEEP:
+        raise ConfigError(f"keep = {keep!r} must be one of {KEEP}")
+    if isinstance(rollouts, bool) or not isinstance(rollouts, int) or not 1 <= rollouts <= 1_000_000:
+        raise ConfigError(f"rollouts = {rollouts!r} must be an int in 1..1000000")
+    if not 0.0 <= demo_fraction <= 0.95:
+        raise ConfigError(f"demo_fraction = {demo_fraction} must be in [0, 0.95]")
+    src = DemoDataset(demos)
+    slots = int(src.scenegen.get("environment_state_slots") or
+                src.features["observation.environment_state"]["shape"][0] // 7)
+    env = PickPlaceEnv(pack, image_keys=tuple(src.cameras), image_size=src.image_size or 128,
+                       pointcloud="observation.points" in src.features, max_episode_steps=max_episode_steps,
+                       dr=dr if dr is not None else DRConfig())
+    recorder = _PoseRecorder(env, slots)
+    ids = env.scene_ids
+    kept: list = []
+    failures: Counter = Counter()
+    successes = segments = 0
+    bar = tqdm(total=rollouts, desc="rft", unit="ep", disable=not progress)
+    try:
+        pol = make_policy(policy, recorder)
+        for i in range(rollouts):
+            rec, info, grasp_end = _rollout(recorder, pol, seed + i, ids[i % len(ids)])
+            if info.get("success"):
+                successes += 1
+                kept.append(episode_record(rec, recorder.states, recorder.ids, seed + i))
+            elif keep == "grasp_segments" and grasp_end >= min_segment:
+                segments += 1
+                kept.append(episode_record(_cut(rec, grasp_end), recorder.states, recorder.ids, seed + i))
+            else:
+                failures[primary_mode(False, {k: bool(info.get(k)) for k in MODE_ORDER})] += 1
+            bar.update(1)
+            bar.set_postfix(kept=len(kept))
+        if not kept:
+            raise ConfigError(f"none of {rollouts} rollouts succeeded (or held a goal object for {min_segment}+ "
+                              "frames); nothing to fine-tune on: try --keep grasp_segments, more rollouts or less DR")
+        n_demo = int(round(len(kept) * demo_fraction / (1.0 - demo_fraction)))
+        meta = {"rft": {"policy": policy if isinstance(policy, str) else repr(policy), "pack": str(pack),
+                        "demos": str(demos), "demos_content_hash": src.content_hash(), "rollouts": rollouts,
+                        "successes": successes, "segments": segments, "keep": keep, "demo_fraction": demo_fraction,
+                        "demo_episodes": n_demo, "seed": seed,
+                        "dr": {f.name: getattr(env.cfg.dr, f.name) for f in fields(env.cfg.dr)}},
+                "environment_state_slots": slots}
+        writer = DemoWriter(out, src.fps, robot_type=src.robot_type, meta=meta, names=feature_names(env, slots),
+                            image_format="video" if src.info.get("video_path") else "image", overwrite=overwrite)
+        try:
+            for j in range(n_demo):
+                writer.add(_demo_record(src, j % len(src)))
+            for ep in kept:
+                writer.add(ep)
+        finally:
+            writer.close()
+    finally:
+        bar.close()
+        env.close()
+    return {"out": str(writer.root), "rollouts": rollouts, "successes": successes, "segments": segments,
+            "kept": len(kept), "demo_episodes": n_demo, "episodes": writer.num_episodes, "frames": writer.frames,
+            "failures": dict(failures)}
+
+
+def _demo_record(src: Any, i: int) -> Any:
+    """An original demonstration as a writer record (dataset feature names, index columns dropped)."""
+    from rl.data.writer import EpisodeRecord
+
+    e = src.episodes_meta[i]
+    frames = {k: v for k, v in src.frames(i).items() if k not in _INDEX}
+    return EpisodeRecord(frames, e["tasks"][0], e.get("scene_id"), e.get("seed"), list(e.get("object_ids") or []))

@@ -1,0 +1,81 @@
+"""How the expert carries a held subject to its placement: the point it steers, its turn, standing it up.
+
+Pure functions of the world and the end-effector controller, used by
+:class:`scenegen.tasks.expert.ScriptedExpert` between lifting a subject and lowering it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scenegen.geometry import asset_geometry, transform_points
+from scenegen.rotations import quat_matrix
+from scenegen.sim.control import ArmController, rotvec_matrix, wrap
+from scenegen.sim.world import World
+from scenegen.tasks.grasps import heavy_end
+from scenegen.tasks.plan import YAW_RANGE
+
+_DOWN = np.array([0.0, 0.0, -1.0])
+
+
+def anchor_xy(world: World, node: str, upright: bool) -> np.ndarray:
+    """The subject's point steered over the placement: its origin, or its lowest point when stood up."""
+    if upright:
+        pts = transform_points(asset_geometry(world.assets[node]).hull, world.pose(node))
+        return np.asarray(pts[int(np.argmin(pts[:, 2])), :2], dtype=float)
+    return np.asarray(world.pose(node).position[:2], dtype=float)
+
+
+def tilted(ctrl: ArmController, swing: np.ndarray | None, tol: float = 0.1) -> bool:
+    """The hand's approach axis is within ``tol`` rad of the one the swing (None: none) gives."""
+    want = np.zeros(3) if swing is None else np.asarray(swing, dtype=float)
+    axis = quat_matrix(ctrl.ee_pose()[1])[:, 2]
+    goal = rotvec_matrix(want) @ _DOWN
+    return float(np.arccos(np.clip(axis @ goal, -1.0, 1.0))) < tol
+
+
+def in_band(ctrl: ArmController, yaw: float, yaw_limit: float) -> bool:
+    """True when a gripper yaw lies inside the controller's yaw band (and the grasp planner's)."""
+    return abs(wrap(yaw - ctrl.home_yaw)) <= min(yaw_limit, YAW_RANGE)
+
+
+def turned_yaw(ctrl: ArmController, turn: float, yaw_limit: float) -> float:
+    """The gripper yaw that turns the held subject by ``turn`` (or ``turn`` +- pi: its box is symmetric)."""
+    y0 = ctrl.target_yaw
+    ok = [y for y in (y0 + turn + k * math.pi for k in (0, -1, 1)) if in_band(ctrl, y, yaw_limit)]
+    return min(ok, key=lambda y: abs(y - y0)) if ok else y0
+
+
+def stand_up(world: World, ctrl: ArmController, node: str, yaw_limit: float) -> tuple[float, np.ndarray, float]:
+    """How to stand a held long subject up, heavy end down: ``(gripper yaw, swing, reach below the hand)``.
+
+    The swing turns the hand by 90 degrees about its closing axis, so that the subject's heavy end
+    points down. The subject's heading does not matter once it stands, so the gripper yaw (in 30
+    degree steps, inside the yaw band) is the one whose tilted hand points most sideways, across
+    the line from the robot's base: the Panda reaches such poses over the whole task zone, where a
+    hand pointing away from the base, or back at it from far out, is out of reach.
+    """
+    pos, _ = ctrl.ee_pose()
+    end = heavy_end(world.assets[node], world.pose(node))
+    e = np.array([end[0] - pos[0], end[1] - pos[1], 0.0])
+    if np.linalg.norm(e) < 1e-6:
+        e = np.array([math.cos(ctrl.target_yaw), math.sin(ctrl.target_yaw), 0.0])
+    e /= np.linalg.norm(e)
+    base = np.asarray(world.scene.robot_base.position[:2], dtype=float)
+    outward = np.r_[pos[:2] - base, 0.0]
+    outward /= np.linalg.norm(outward) + 1e-9
+    y0 = ctrl.target_yaw
+    turns = [k * math.pi / 6 for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6)]
+    options = [d for d in turns if in_band(ctrl, y0 + d, yaw_limit)] or [0.0]
+    best = None
+    for d in options:
+        ek = np.array([math.cos(d) * e[0] - math.sin(d) * e[1], math.sin(d) * e[0] + math.cos(d) * e[1], 0.0])
+        score = -abs(float(ek @ outward)) - 0.05 * abs(d)  # the hand ends up pointing along -ek: sideways
+        if best is None or score > best[0] + 1e-6:
+            best = (score, y0 + d, ek)
+    _, yaw, ek = best
+    axis = np.cross(ek, _DOWN)
+    swing = axis / np.linalg.norm(axis) * (math.pi / 2)
+    return float(yaw), swing, float(np.linalg.norm(end - pos))
