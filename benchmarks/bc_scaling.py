@@ -96,16 +96,21 @@ def record(b: Bench, prompt: str, packs: dict) -> dict:
 
 
 def train(b: Bench, demos: dict, n: int, run: Path) -> dict | None:
+    return train_for(b.args, demos, n, str(run), max(1.0, b.left() - 30))
+
+
+def train_for(a: argparse.Namespace, demos: dict, n: int, run_dir: str, time_limit_s: float) -> dict | None:
+    """One size's BC run (resumed from its checkpoint), stopping after ``time_limit_s``; None if unfinished."""
     from rl.bc import BCConfig, train_bc
     from rl.policies.configuration_flow_vla import FlowVLAConfig, VisionConfig
 
-    a = b.args
+    run = Path(run_dir)
     pcfg = FlowVLAConfig(d_model=a.d_model, chunk_size=a.chunk, n_action_steps=a.action_steps,
                          vision=VisionConfig(channels=(16, 32) if a.tiny else (32, 64, 128, 128)),
                          obs_layers=1 if a.tiny else 2, expert_layers=1 if a.tiny else 4)
     cfg = BCConfig(steps=a.steps, batch_size=a.batch_size, episodes=n, device=a.device, warmup_steps=min(500,
                    a.steps // 10), checkpoint_every=max(1, a.steps // 5), log_every=max(1, a.steps // 50),
-                   time_limit_s=max(1.0, b.left() - 30))
+                   time_limit_s=time_limit_s)
     resume = (run / "run.json").is_file()
     s = train_bc(demos["path"], run, pcfg, cfg, resume=resume, progress=False)
     lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
@@ -116,6 +121,31 @@ def train(b: Bench, demos: dict, n: int, run: Path) -> dict | None:
     return {"steps": s["steps"], "loss_last": s["loss_last"], "samples_per_s_last_call": s["samples_per_s"],
             "samples_per_s_median": sorted(rates)[len(rates) // 2], "episodes": s["episodes"], "frames": s["frames"],
             "parameters": s["parameters"], "device": s["device"], "run": str(run)}
+
+
+def train_parallel(b: Bench, s: str, demos: dict) -> None:
+    """Train every unfinished size at once, one process each (small models leave the GPU mostly idle)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    todo = [n for n in sorted(b.args.episodes) if f"{s}/bc_{n}" not in b.state["done"]]
+    if not todo:
+        return
+    if b.left() < 60:
+        raise OutOfTime(f"{s}/bc_{todo[0]}")
+    limit = max(1.0, b.left() - 150)  # leave room for an evaluation stage in this call
+    print(f"[{time.strftime('%H:%M:%S')}] training sizes {todo} in parallel for up to {limit:.0f} s", flush=True)
+    t = time.monotonic()
+    with ProcessPoolExecutor(len(todo), mp_context=mp.get_context("spawn")) as ex:
+        futs = {n: ex.submit(train_for, b.args, demos, n, str(b.work / s / f"bc_{n}"), limit) for n in todo}
+        outs = {n: f.result() for n, f in futs.items()}
+    for n, out in outs.items():
+        if out is not None:
+            b.state["done"][f"{s}/bc_{n}"] = {**out, "stage_seconds": round(time.monotonic() - t, 1),
+                                              "trained_in_parallel_with": todo}
+    b.state_path.write_text(json.dumps(b.state, indent=1))
+    if any(out is None for out in outs.values()):
+        raise OutOfTime(f"{s}/bc (parallel)")
 
 
 def evaluate_run(b: Bench, run: str, packs: dict) -> dict:
@@ -152,6 +182,8 @@ def main() -> None:
     p.add_argument("--eval-episodes", type=int, default=100)
     p.add_argument("--held-episodes", type=int, default=40)
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    p.add_argument("--parallel-train", action="store_true",
+                   help="Train the sizes at once, one process each (samples/s is then per process, shared GPU).")
     p.add_argument("--tiny", action="store_true", help="CPU smoke test: tiny packs, model and runs.")
     a = p.parse_args()
     if a.tiny:
@@ -175,6 +207,8 @@ def main() -> None:
             packs = b.stage(f"{s}/pack", lambda prompt=prompt: make_packs(b, prompt), need=120)
             demos = b.stage(f"{s}/demos", lambda prompt=prompt, packs=packs: record(b, prompt, packs), need=200)
             rows = {}
+            if a.parallel_train:
+                train_parallel(b, s, demos)
             for n in sorted(a.episodes):
                 run = b.work / s / f"bc_{n}"
                 tr = b.stage(f"{s}/bc_{n}", lambda n=n, run=run, demos=demos: train(b, demos, n, run), need=60)

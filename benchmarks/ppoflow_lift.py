@@ -116,7 +116,7 @@ def evaluate(b: Bench, policy: str, pack: str, k: int) -> dict:
                                       "progress_ci95", "seconds", "failures")}
 
 
-def ppoflow(b: Bench, prompt: str, k: int) -> dict:
+def ppoflow(b: Bench, prompt: str, k: int, bc: str, train_pack: str) -> dict:
     """Resume ``train ppoflow`` for K until its share of ``--ppo-minutes`` is used; the wall-clock accumulates."""
     key = f"{slug(prompt)}/ppo_k{k}"
     base = b.work / slug(prompt)
@@ -128,7 +128,7 @@ def ppoflow(b: Bench, prompt: str, k: int) -> dict:
         if chunk < 60:
             raise OutOfTime(key)
         t = time.perf_counter()
-        b.cli("train", "ppoflow", "--init", str(base / "bc"), "--pack", str(base / "train"), "-o", str(run),
+        b.cli("train", "ppoflow", "--init", bc, "--pack", train_pack, "-o", str(run),
               "--num-envs", str(b.args.num_envs), "--steps", "100000000", "--k", str(k),
               *(["--ft-steps", "1"] if k > 1 else []), "--device", b.args.device, "--resume",
               "--time-budget", str(int(chunk)), "--eval-episodes", "0", *b.args.ppo_args.split())
@@ -185,30 +185,36 @@ def run_prompt(b: Bench, prompt: str) -> dict:
     a = b.args
     base, s = b.work / slug(prompt), slug(prompt)
     r: dict = {}
-    r["pack_train"] = b.stage(f"{s}/pack_train", lambda: make_pack(b, prompt, "train", a.train_scenes, 0), 120)
-    r["pack_held"] = b.stage(f"{s}/pack_held", lambda: make_pack(b, prompt, "held", a.held_scenes, 1), 120)
-    r["demos"] = b.stage(f"{s}/demos", lambda: b.cli(
-        "demos", str(base / "train"), "-n", str(a.demos), "-o", str(base / "demos"), "--image-size",
-        str(a.image_size), "--overwrite"), 60)
-    r["bc"] = b.stage(f"{s}/bc", lambda: b.cli(
-        "train", "bc", str(base / "demos"), "-o", str(base / "bc"), "--device", a.device, "--steps",
-        str(a.bc_steps), "--resume", "--no-progress", "--eval-every", "0", "--time-limit-s",
-        str(int(b.left() - 30))) or _bc_done(base / "bc", a.bc_steps), 90)
+    packs = {"train": str(base / "train"), "held": str(base / "held")}
+    bc = str(base / "bc")
+    if a.init_bc:  # a BC run made elsewhere (e.g. by bc_scaling.py) with its training pool and held-out pack
+        packs, bc = {"train": a.train_pack, "held": a.held_pack}, a.init_bc
+        r["init"] = {"bc": bc, **packs}
+    else:
+        r["pack_train"] = b.stage(f"{s}/pack_train", lambda: make_pack(b, prompt, "train", a.train_scenes, 0), 120)
+        r["pack_held"] = b.stage(f"{s}/pack_held", lambda: make_pack(b, prompt, "held", a.held_scenes, 1), 120)
+        r["demos"] = b.stage(f"{s}/demos", lambda: b.cli(
+            "demos", str(base / "train"), "-n", str(a.demos), "-o", str(base / "demos"), "--image-size",
+            str(a.image_size), "--overwrite"), 60)
+        r["bc"] = b.stage(f"{s}/bc", lambda: b.cli(
+            "train", "bc", str(base / "demos"), "-o", bc, "--device", a.device, "--steps",
+            str(a.bc_steps), "--resume", "--no-progress", "--eval-every", "0", "--time-limit-s",
+            str(int(b.left() - 30))) or _bc_done(base / "bc", a.bc_steps), 90)
     for k in (10, 1):
         for where in ("train", "held"):
             r[f"bc_k{k}_{where}"] = b.stage(f"{s}/eval_bc_k{k}_{where}",
-                                            lambda k=k, w=where: evaluate(b, str(base / "bc"), str(base / w), k))
+                                            lambda k=k, w=where: evaluate(b, bc, packs[w], k))
     for k in a.ks:
-        r[f"ppo_k{k}"] = b.stage(f"{s}/ppo_k{k}", lambda k=k: ppoflow(b, prompt, k), 90)
+        r[f"ppo_k{k}"] = b.stage(f"{s}/ppo_k{k}", lambda k=k: ppoflow(b, prompt, k, bc, packs["train"]), 90)
         for where in ("train", "held"):
             r[f"ppo_k{k}_{where}"] = b.stage(
                 f"{s}/eval_ppo_k{k}_{where}",
-                lambda k=k, w=where: evaluate(b, str(base / f"ppo_k{k}" / "policy"), str(base / w), k))
+                lambda k=k, w=where: evaluate(b, str(base / f"ppo_k{k}" / "policy"), packs[w], k))
         r[f"lift_k{k}_train_points"] = round(100 * (r[f"ppo_k{k}_train"]["success_rate"]
                                                     - r["bc_k10_train"]["success_rate"]), 1)
         r[f"lift_k{k}_held_points"] = round(100 * (r[f"ppo_k{k}_held"]["success_rate"]
                                                    - r["bc_k10_held"]["success_rate"]), 1)
-    r["latency"] = b.stage(f"{s}/latency", lambda: latency(b, str(base / "bc" / "policy")))
+    r["latency"] = b.stage(f"{s}/latency", lambda: latency(b, str(Path(bc) / "policy")))
     return r
 
 
@@ -276,7 +282,7 @@ def run(b: Bench) -> dict:
         pass
     for prompt in a.prompts:
         result["prompts"][prompt] = run_prompt(b, prompt)
-    first = b.work / slug(a.prompts[0]) / "bc" / "policy"
+    first = Path(a.init_bc or b.work / slug(a.prompts[0]) / "bc") / "policy"
     result["ratio_numerics"] = b.stage("ratio_numerics", lambda: numerics(b, str(first)))
     return result
 
@@ -310,7 +316,12 @@ def main() -> None:
     ap.add_argument("--eval-episodes", type=int, default=100)
     ap.add_argument("--eval-seed", type=int, default=1_000_000)
     ap.add_argument("--out", default=str(Path(__file__).with_name("ppoflow_lift.json")))
+    ap.add_argument("--init-bc", default=None, help="start from this BC run (skips pack, demos and bc; one prompt)")
+    ap.add_argument("--train-pack", default=None, help="with --init-bc: the pack it was trained on")
+    ap.add_argument("--held-pack", default=None, help="with --init-bc: held-out scenes of the same prompt")
     args = ap.parse_args()
+    if args.init_bc and not (args.train_pack and args.held_pack and len(args.prompts) == 1):
+        ap.error("--init-bc needs --train-pack, --held-pack and exactly one --prompts")
     b = Bench(args)
     try:
         result = run(b)
