@@ -32,9 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-class OutOfTime(Exception):
-    """This call's budget is spent; the next call resumes."""
+from _bench import Bench, OutOfTime  # noqa: E402 - after the path set-up
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -66,25 +64,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scaling-n", type=int, default=10)
     p.add_argument("--scaling-steps", type=int, default=6000)
     return p.parse_args(argv)
-
-
-class Bench:
-    """The stages' state (``state.json`` in the work folder) and this call's clock."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args, self.t0 = args, time.monotonic()
-        self.work = Path(args.work)
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.path = self.work / "state.json"
-        self.state = json.loads(self.path.read_text()) if self.path.is_file() else {"done": {}, "calls": []}
-
-    def left(self) -> float:
-        return self.args.budget - (time.monotonic() - self.t0)
-
-    def save(self) -> None:
-        from scenegen.fileio import write_atomic
-
-        write_atomic(self.path, json.dumps(self.state, indent=1, default=float))
 
 
 def configs(b: Bench):
@@ -194,7 +173,7 @@ def summary(b: Bench) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    b = Bench(args)
+    b = Bench(args, {"calls": []})
     b.state["calls"].append({"argv": sys.argv[1:], "started": time.strftime("%Y-%m-%d %H:%M:%S")})
     stages = [("ablation", lambda: ablation(b))]
     stages += [(f"scaling_c{k}", lambda k=int(k): scaling(b, k)) for k in args.scaling.split(",") if k.strip()]

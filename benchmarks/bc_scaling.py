@@ -32,42 +32,13 @@ import platform
 import time
 from pathlib import Path
 
+from _bench import Bench, OutOfTime
+
 PROMPTS = ("put the banana in the bowl", "put the apple and the banana in the bowl")
-
-
-class OutOfTime(Exception):
-    """This call's budget is spent; the next call resumes."""
 
 
 def slug(text: str) -> str:
     return "_".join(text.split())[:60]
-
-
-class Bench:
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args, self.t0 = args, time.monotonic()
-        self.work = Path(args.work)
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.state_path = self.work / "state.json"
-        self.state = json.loads(self.state_path.read_text()) if self.state_path.is_file() else {"done": {}}
-
-    def left(self) -> float:
-        return self.args.budget - (time.monotonic() - self.t0)
-
-    def stage(self, name: str, fn, need: float = 60.0):
-        if name in self.state["done"]:
-            return self.state["done"][name]
-        if self.left() < need:
-            raise OutOfTime(name)
-        t = time.monotonic()
-        print(f"[{time.strftime('%H:%M:%S')}] {name} ...", flush=True)
-        out = fn()
-        if out is None:  # an unfinished (resumable) stage
-            raise OutOfTime(name)
-        out = {**out, "stage_seconds": round(time.monotonic() - t, 1)}
-        self.state["done"][name] = out
-        self.state_path.write_text(json.dumps(self.state, indent=1))
-        return out
 
 
 def make_packs(b: Bench, prompt: str) -> dict:
@@ -143,7 +114,7 @@ def train_parallel(b: Bench, s: str, demos: dict) -> None:
         if out is not None:
             b.state["done"][f"{s}/bc_{n}"] = {**out, "stage_seconds": round(time.monotonic() - t, 1),
                                               "trained_in_parallel_with": todo}
-    b.state_path.write_text(json.dumps(b.state, indent=1))
+    b.save()
     if any(out is None for out in outs.values()):
         raise OutOfTime(f"{s}/bc (parallel)")
 
@@ -199,7 +170,7 @@ def main() -> None:
     a.device = pick_device(a.device)
     if a.device in ("auto", "cpu") and not torch.cuda.is_available():
         torch.set_num_threads(1 if a.tiny else torch.get_num_threads())
-    b = Bench(a)
+    b = Bench(a, timing_key="stage_seconds", none_unfinished=True, echo=False)
     try:
         results = {}
         for prompt in a.prompts:

@@ -83,14 +83,14 @@ def run(prompt: str, n: int, workers: int, cache: Path, out: Path, seed: int, qa
 def ours_in_process(prompt: str, n: int, cache: Path) -> dict:
     """scenegen's warm path in this process, per attempt (QA off, no pack): the peer comparison's figure."""
     from scenegen.design import design
-    from scenegen.pipeline import _attempt_seed, run_attempt
+    from scenegen.pipeline import attempt_seed, run_attempt
 
     cfg = replace(PipelineConfig(), preview_size=0)
     graphs = design(prompt, n, 0)
     for i in range(min(3, n)):       # this process's first world and asset reads
-        run_attempt(i, graphs[i].to_dict(), _attempt_seed(0, i), cfg, str(cache))
+        run_attempt(i, graphs[i].to_dict(), attempt_seed(0, i), cfg, str(cache))
     t0 = time.perf_counter()
-    ok = sum(run_attempt(i, graphs[i].to_dict(), _attempt_seed(0, i), cfg, str(cache)).accepted for i in range(n))
+    ok = sum(run_attempt(i, graphs[i].to_dict(), attempt_seed(0, i), cfg, str(cache)).accepted for i in range(n))
     secs = time.perf_counter() - t0
     return {"tool": "scenegen", "scenes": n, "accepted": ok, "seconds": round(secs, 2),
             "scenes_per_s": round(n / secs, 2), "contents": CONTENTS["scenegen"].format(qa="off")}
@@ -101,18 +101,18 @@ def robot_ab(prompt: str, n: int, cache: Path) -> dict:
     from collections import Counter
 
     from scenegen.design import design
-    from scenegen.pipeline import _attempt_seed, run_attempt
+    from scenegen.pipeline import attempt_seed, run_attempt
 
     graphs = design(prompt, n, 0)
     out: dict = {"full": [], "light": [], "n": n}
     for _ in range(2):
         for light in (False, True):
             cfg = replace(PipelineConfig(), preview_size=128, light_robot=light)
-            run_attempt(0, graphs[0].to_dict(), _attempt_seed(0, 0), cfg, str(cache))
+            run_attempt(0, graphs[0].to_dict(), attempt_seed(0, 0), cfg, str(cache))
             tot: Counter = Counter()
             t0 = time.perf_counter()
             for i in range(n):
-                tot.update(run_attempt(i, graphs[i].to_dict(), _attempt_seed(0, i), cfg, str(cache)).seconds)
+                tot.update(run_attempt(i, graphs[i].to_dict(), attempt_seed(0, i), cfg, str(cache)).seconds)
             out["light" if light else "full"].append({"per_attempt_s": round((time.perf_counter() - t0) / n, 4),
                                                        **{k: round(v / n, 4) for k, v in tot.items()}})
     out["load_avg_after"] = _load()

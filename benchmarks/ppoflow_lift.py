@@ -31,64 +31,13 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _bench import Bench, OutOfTime
+
 PROMPTS = ("put the banana in the bowl", "put the apple and the banana in the bowl")
-
-
-class OutOfTime(Exception):
-    """This call's budget is spent; the next call resumes."""
-
-
-class Bench:
-    """The stages' state (``state.json`` in the work folder) and this call's clock."""
-
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args, self.t0 = args, time.monotonic()
-        self.work = Path(args.work)
-        self.work.mkdir(parents=True, exist_ok=True)
-        self.path = self.work / "state.json"
-        self.state = json.loads(self.path.read_text()) if self.path.is_file() else {"done": {}, "ppo_seconds": {}}
-
-    def left(self) -> float:
-        return self.args.budget - (time.monotonic() - self.t0)
-
-    def save(self) -> None:
-        from scenegen.fileio import write_atomic
-
-        write_atomic(self.path, json.dumps(self.state, indent=1))
-
-    def stage(self, name: str, fn, min_s: float = 30.0) -> dict:
-        """Run ``fn()`` once (its result is kept), unless fewer than ``min_s`` seconds are left."""
-        if name in self.state["done"]:
-            return self.state["done"][name]
-        if self.left() < min_s:
-            raise OutOfTime(name)
-        print(f"[{time.strftime('%H:%M:%S')}] {name} ...", flush=True)
-        t = time.perf_counter()
-        res = fn()
-        res = {**(res or {}), "wall_clock_s": round(time.perf_counter() - t, 1)}
-        self.state["done"][name] = res
-        self.save()
-        print(f"  {name}: {json.dumps(res)[:400]}", flush=True)
-        return res
-
-    def cli(self, *argv: str) -> None:
-        """``scenegen ARGV`` in a subprocess that must end before this call's budget does."""
-        left = self.left() - 5
-        if left < 10:
-            raise OutOfTime(argv[0])
-        cmd = [sys.executable, "-m", "scenegen.cli", *argv]
-        print("  $ scenegen " + " ".join(argv), flush=True)
-        try:
-            subprocess.run(cmd, check=True, cwd=ROOT, timeout=left,
-                           env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
-        except subprocess.TimeoutExpired:
-            raise OutOfTime(argv[0]) from None
 
 
 def slug(prompt: str) -> str:
@@ -322,7 +271,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.init_bc and not (args.train_pack and args.held_pack and len(args.prompts) == 1):
         ap.error("--init-bc needs --train-pack, --held-pack and exactly one --prompts")
-    b = Bench(args)
+    b = Bench(args, {"ppo_seconds": {}})
     try:
         result = run(b)
     except OutOfTime as exc:

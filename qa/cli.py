@@ -13,7 +13,8 @@ from scenegen.options import ConfigCommand, ConfigOptions, opt
 PIPELINE_OPTIONS = ConfigOptions("scenegen.pipeline:PipelineConfig", [
     "workers", opt("scene.robot"), "designer", "assets", "shap_e_model", "texture_model", "device",
     opt("backend", choices="BACKENDS"), "ray_address", "attempts_per_scene",
-    opt("time_budget_s", flag="--time-budget"),
+    opt("time_budget_s", flag="--time-budget"), opt("attempt_timeout_s", flag="--attempt-timeout"), "tier",
+    opt("scene.layout.distractors"),
 ])
 """``generate``'s options taken from :class:`~scenegen.pipeline.PipelineConfig` (help = the field docstrings)."""
 QA_OPTIONS = ConfigOptions("qa.config:QAConfig", [opt("fail_fast", negatable=False)])
@@ -25,6 +26,7 @@ Examples:
   scenegen generate "put the banana in the bowl" -n 8 -o out/demo
   scenegen generate "stack the red block on the blue block" -n 100 -o out/stack --workers 2
   scenegen generate "put the apple on the plate" -n 4 -o out/lib --assets library:my_meshes/
+  scenegen generate bottles_in_bin --tier 3 -n 8 -o out/bottles-t3
 """)
 @click.argument("prompt")
 @click.option("-n", "n", type=int, default=8, show_default=True, help="Accepted scenes wanted.")
@@ -40,15 +42,24 @@ Examples:
 @click.option("--checks", default=None, help="QA checks, comma-separated, or 'all' (default: all but vlm).")
 @click.option("--vlm", is_flag=True, help="Add the VLM judge to QA (SCENEGEN_VLM_BASE_URL/MODEL/API_KEY).")
 @click.option("--keep-rejected", is_flag=True, help="Keep QA-rejected scenes in OUT/rejected/ for inspection.")
+@click.option("--dr", "dr_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="DR.json of `scenegen dr propose`: apply its layout knobs (margin scale, extra distractors).")
 def generate(prompt: str, n: int, out: str, seed: int, cache_dir: str | None, fast_collision: bool, quiet: bool,
-             run_qa: bool, checks: str | None, vlm: bool, keep_rejected: bool, **config_kw: object) -> None:
-    """Generate N physically settled scenes for PROMPT into a pack folder."""
+             run_qa: bool, checks: str | None, vlm: bool, keep_rejected: bool, dr_file: str | None,
+             **config_kw: object) -> None:
+    """Generate N physically settled scenes for PROMPT into a pack folder.
+
+    With --tier K, PROMPT names a task family of assets/tasks/ (its name, e.g. bottles_in_bin, or its prompt)
+    and the scenes are drawn from the family's tier K.
+    """
     from scenegen.assets.collision.config import CollisionConfig
     from scenegen.pipeline import PipelineConfig
     from scenegen.pipeline import generate as run
 
     collision = CollisionConfig.fast() if fast_collision else CollisionConfig()
     cfg = PIPELINE_OPTIONS.to_config(config_kw, base=PipelineConfig(collision=collision))
+    if dr_file:
+        cfg = _with_dr_layout(cfg, dr_file)
     if run_qa or vlm or checks or keep_rejected:
         from qa.config import QAConfig, parse_checks
         from qa.loop import generate_with_qa
@@ -66,6 +77,18 @@ def generate(prompt: str, n: int, out: str, seed: int, cache_dir: str | None, fa
     run_info = pack.manifest.get("summary", {}).get("run", {})
     click.echo(f"{len(pack)} scenes in {out} ({run_info.get('attempts', '?')} attempts, "
                f"{run_info.get('seconds', 0):.1f}s); contact sheet: {Path(out) / 'contact_sheet.png'}")
+
+
+def _with_dr_layout(cfg: object, dr_file: str) -> object:
+    """``cfg`` with a DR.json's layout knobs applied; the knobs it leaves alone are named on stderr."""
+    from dataclasses import replace
+
+    from scenegen.layout.density import apply_layout_knobs, read_layout_knobs
+
+    layout, skipped = apply_layout_knobs(cfg.scene.layout, read_layout_knobs(dr_file))
+    for line in skipped:
+        click.echo(f"note: {dr_file}: {line}", err=True)
+    return replace(cfg, scene=replace(cfg.scene, layout=layout))
 
 
 @click.command(cls=ConfigCommand, epilog="""\b

@@ -126,7 +126,7 @@ def lr_factor(step: int, cfg: BCConfig) -> float:
     return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * p))
 
 
-class _Log:
+class MetricsLog:
     """metrics.jsonl lines and TensorBoard scalars."""
 
     def __init__(self, run: Path) -> None:
@@ -163,12 +163,15 @@ def _update_ema(ema: Any, model: Any, decay: float) -> None:
             e.copy_(b)
 
 
-def _run_meta(run: Path, ds: Any, policy_cfg: FlowVLAConfig, cfg: BCConfig, resume: bool) -> dict:
+def _run_meta(run: Path, ds: Any, policy_cfg: FlowVLAConfig, cfg: BCConfig, resume: bool,
+              init: dict | None = None) -> dict:
     from rl.policies.base import git_commit
 
     meta = {"dataset": str(ds.root), "dataset_hash": ds.content_hash(),
             "policy": json.loads(json.dumps(policy_cfg.to_dict())), "bc": asdict(cfg),
             "robot_type": ds.robot_type, "action_dim": ds.action_dim, "state_dim": ds.state_dim}
+    if init is not None:
+        meta["init"] = init
     path = run / "run.json"
     if resume and path.is_file():
         old = json.loads(path.read_text())
@@ -179,6 +182,10 @@ def _run_meta(run: Path, ds: Any, policy_cfg: FlowVLAConfig, cfg: BCConfig, resu
         if old.get("dataset_hash") != meta["dataset_hash"]:
             raise ConfigError(f"--resume: {run} was trained on another dataset ({old.get('dataset')}); start a new "
                               "run folder or resume with the same dataset")
+        if old.get("init") != meta.get("init"):
+            was, now = ((d.get("init") or {}).get("path") for d in (old, meta))
+            raise ConfigError(f"--resume: the run started from another checkpoint ({was}, not {now}); resume with "
+                              "the same --init")
         if old.get("policy") != meta["policy"]:
             raise ConfigError("--resume: the policy settings differ from the run's; start a new run folder")
     elif path.is_file() and (run / "checkpoints").is_dir():
@@ -189,9 +196,38 @@ def _run_meta(run: Path, ds: Any, policy_cfg: FlowVLAConfig, cfg: BCConfig, resu
     return meta
 
 
+def _init_policy(init: str | os.PathLike, ds: Any, policy_cfg: FlowVLAConfig | None) -> Any:
+    """The policy of a run or checkpoint to continue from, checked against the dataset it will train on.
+
+    Raises:
+        ConfigError: policy settings given as well, or a policy whose robot, sizes or cameras the dataset lacks.
+
+    """
+    from rl.policies.modeling_flow_vla import load_policy
+
+    if policy_cfg is not None:
+        raise ConfigError("a run continued from --init keeps the init policy's settings; drop the policy options")
+    policy = load_policy(init, "cpu")
+    pc = policy.config
+    for what, want, have in (("robot", pc.robot_type, ds.robot_type), ("action size", pc.action_dim, ds.action_dim),
+                             ("state size", pc.state_dim, ds.state_dim)):
+        if want != have:
+            raise ConfigError(f"--init {init}: the policy's {what} is {want!r}, the dataset's {have!r}; "
+                              "continue it on data recorded like its own")
+    missing = [c for c in pc.cameras or () if c not in ds.cameras]
+    if missing:
+        raise ConfigError(f"--init {init}: the policy sees cameras {missing} the dataset lacks (it has {ds.cameras})")
+    return policy
+
+
 def train_bc(demos: str | os.PathLike, out: str | os.PathLike, policy_cfg: FlowVLAConfig | None = None,
-             cfg: BCConfig | None = None, *, resume: bool = False, progress: bool = True) -> dict:
+             cfg: BCConfig | None = None, *, resume: bool = False, progress: bool = True,
+             init: str | os.PathLike | None = None) -> dict:
     """Train a FlowVLA by behaviour cloning; return a summary (final loss, samples/s, last evaluation, paths).
+
+    With ``init`` (a run folder or checkpoint of an earlier training), training starts from that policy's
+    weights, config and normalization instead of a fresh model (the fine-tuning step of ``train rft``);
+    the optimizer, schedule and step count start afresh.
 
     Raises:
         PackError: the dataset cannot be read (or is empty).
@@ -215,10 +251,14 @@ def train_bc(demos: str | os.PathLike, out: str | os.PathLike, policy_cfg: FlowV
         raise ConfigError(f"{demos}: a dataset of robot {ds.robot_type!r}; policies here drive scenegen's robots "
                           f"({', '.join(robot_names())}) in its env; record demonstrations with `scenegen demos`")
     space = ds.scenegen.get("action_space") or {}
-    pcfg = resolve(policy_cfg or FlowVLAConfig(), action_dim=ds.action_dim, state_dim=ds.state_dim,
-                   cameras=tuple(ds.cameras), robot_type=ds.robot_type, tasks=list(ds.tasks),
-                   action_bounds=(space.get("low", -1.0), space.get("high", 1.0)))
-    meta = _run_meta(run, ds, pcfg, cfg, resume)
+    start = _init_policy(init, ds, policy_cfg) if init is not None else None
+    pcfg = start.config if start is not None else resolve(
+        policy_cfg or FlowVLAConfig(), action_dim=ds.action_dim, state_dim=ds.state_dim, cameras=tuple(ds.cameras),
+        robot_type=ds.robot_type, tasks=list(ds.tasks), action_bounds=(space.get("low", -1.0), space.get("high", 1.0)))
+    init_meta = None if start is None else {"path": str(Path(init).resolve()),
+                                            "step": start.provenance.get("step"),
+                                            "dataset_hash": start.provenance.get("dataset_hash")}
+    meta = _run_meta(run, ds, pcfg, cfg, resume, init_meta)
     device = pick_device(cfg.device)
     torch.manual_seed(cfg.seed)
     episodes = list(range(min(cfg.episodes, len(ds)))) if cfg.episodes else None
@@ -226,7 +266,7 @@ def train_bc(demos: str | os.PathLike, out: str | os.PathLike, policy_cfg: FlowV
         raise ConfigError(f"--episodes {cfg.episodes} but the dataset holds {len(ds)}")
     store = FrameStore(ds, pcfg.cameras or (), episodes)
     batcher = ChunkBatcher(store, pcfg.chunk_size, device, cfg.augment)
-    model = FlowVLA(pcfg, ds.stats).to(device)
+    model = (start if start is not None else FlowVLA(pcfg, ds.stats)).to(device)
     ema = copy.deepcopy(model).requires_grad_(False) if cfg.ema_decay > 0 else model
     params = [p for p in model.parameters() if p.requires_grad]
     decay = [p for p in params if p.dim() > 1]
@@ -247,10 +287,12 @@ def train_bc(demos: str | os.PathLike, out: str | os.PathLike, policy_cfg: FlowV
         sched.load_state_dict(state["scheduler"])
         gen.set_state(state["generator"].cpu())
         step = int(state["step"])
-    log = _Log(run)
+    log = MetricsLog(run)
     provenance = {"dataset": str(ds.root), "dataset_hash": meta["dataset_hash"], "robot_type": ds.robot_type,
                   "env_config": ds.scenegen.get("env_config"), "pack": ds.scenegen.get("pack"),
                   "episodes_trained": len(store.episodes), "frames_trained": len(store)}
+    if init_meta is not None:
+        provenance["init"] = init_meta
 
     def checkpoint(final: bool = False) -> Path:
         name = f"step-{step:07d}"

@@ -16,7 +16,7 @@ import click
 from rl.data.demos import record_demos
 from scenegen.options import ConfigCommand, ConfigOptions, opt
 
-__all__ = ["demos", "evaluate_cmd", "record_demos", "train", "train_bc_cmd"]
+__all__ = ["BC_FIELDS", "demos", "evaluate_cmd", "record_demos", "train", "train_bc_cmd"]
 
 ENV_OPTIONS = ConfigOptions("rl.envs.config:EnvConfig", [
     "image_size",
@@ -60,6 +60,7 @@ def demos(pack: str, n: int, out: str, seed: int, max_attempts: int | None, rand
 TRAIN_COMMANDS: dict[str, str] = {
     "bc": "rl.cli:train_bc_cmd",
     "ppoflow": "rl.ppoflow_cli:ppoflow",
+    "rft": "rl.rft_cli:rft",
 }
 """``scenegen train NAME`` -> "module:attribute" of its click command (imported when it runs)."""
 
@@ -77,17 +78,19 @@ class _TrainGroup(click.Group):
 
 @click.group(cls=_TrainGroup)
 def train() -> None:
-    """Train policies: ``bc`` (behaviour cloning of the flow-matching VLA)."""
+    """Train policies: ``bc`` (behaviour cloning), ``ppoflow`` (RL fine-tuning), ``rft`` (rejection fine-tuning)."""
 
 
-BC_OPTIONS = ConfigOptions("rl.bc:BCConfig", [
+BC_FIELDS = (
     "steps", "batch_size", "lr", "weight_decay", "warmup_steps", "ema_decay", "grad_clip",
     opt("device", choices="DEVICES"), "bf16", "seed",
     "episodes", "log_every", "checkpoint_every", "eval_every", "eval_episodes", "eval_workers", "eval_pack",
     "time_limit_s", opt("augment.enabled", flag="--augment/--no-augment", name="augment_enabled"),
     opt("augment.shift", flag="--aug-shift"), opt("augment.brightness", flag="--aug-brightness"),
     opt("augment.contrast", flag="--aug-contrast"), opt("augment.saturation", flag="--aug-saturation"),
-])
+)
+"""The :class:`~rl.bc.BCConfig` fields that ``train bc`` exposes (``train rft`` reuses them for its fine-tuning)."""
+BC_OPTIONS = ConfigOptions("rl.bc:BCConfig", list(BC_FIELDS))
 POLICY_OPTIONS = ConfigOptions("rl.policies.configuration_flow_vla:FlowVLAConfig", [
     "cameras", "chunk_size", "n_action_steps", "num_inference_steps", "d_model", "heads", "obs_layers",
     "expert_layers", "dropout", "time_distribution",

@@ -43,9 +43,9 @@ class ExpertPolicy:
     """The privileged scripted expert as a policy callable, optionally with Gaussian action noise."""
 
     def __init__(self, env: Any, noise: float = 0.0) -> None:
-        from scenegen.tasks.expert import ScriptedExpert
+        from scenegen.tasks.expert import make_expert
 
-        self.expert = ScriptedExpert(env)
+        self.expert = make_expert(env)
         self.noise = float(noise)
         self.rng = np.random.default_rng(0)
 

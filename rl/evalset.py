@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 
 from rl.envs.config import DRConfig
-from rl.evalset_tiers import TIER_FAMILIES, parse_tiers, tier_prompt
+from rl.evalset_tiers import TIER_FAMILIES, parse_tiers, tier_pipeline, tier_prompt
 from scenegen.errors import ConfigError
-from scenegen.fileio import canonical_json, content_hash, write_atomic
+from scenegen.fileio import canonical_json, content_hash, read_json, write_atomic
 from scenegen.rotations import quat_to_rpy
 
 SCHEMA = "scenegen.evalset/1"
@@ -121,16 +121,6 @@ def hash_document(doc: dict) -> str:
 def _path(path: str | os.PathLike) -> Path:
     p = Path(path)
     return p / FILE if p.is_dir() or p.suffix != ".json" else p
-
-
-def read_json(path: str | os.PathLike, what: str, hint: str = "") -> Any:
-    """A JSON file's content; missing or unreadable files raise one-line :class:`ConfigError` naming ``what``."""
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"no {what} at {path}" + (f"; {hint}" if hint else "")) from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot read {what} {path} ({exc})") from None
 
 
 def read_document(path: str | os.PathLike) -> tuple[dict, Path]:
@@ -373,9 +363,9 @@ def _generate_tier(prompt: str, knobs: dict, n: int, out: Path, seed: int, pipel
     from scenegen.errors import BudgetError
     from scenegen.pipeline import PipelineConfig, generate
 
-    cfg = pipeline or PipelineConfig()
-    if "margin" in knobs:
-        cfg = replace(cfg, scene=replace(cfg.scene, layout=replace(cfg.scene.layout, margin=float(knobs["margin"]))))
+    cfg = tier_pipeline(pipeline or PipelineConfig(), knobs)
+    if "family" in knobs:   # a task family's tier: the pipeline draws that tier's scenes
+        cfg = replace(cfg, tier=int(knobs["tier"]))
     if qa:
         from qa.loop import generate_with_qa
 

@@ -1,16 +1,22 @@
 """Difficulty tiers of an eval set: recipes of generation knobs per tier, and the hook for task families.
 
 A plain prompt's tier ``K`` is a :class:`TierRecipe` (distractor count and layout margin: more
-objects, packed closer, as ``K`` rises). A task family (issue 19: "bottles in the bin" tier 1 one
-bottle ... tier 5 four to five) registers its own recipes with :func:`register_tier_family`, and
-``scenegen evalset make FAMILY --tiers 1-5`` then uses them.
+objects, packed closer, as ``K`` rises), applied through the pipeline's layout knobs
+(``LayoutConfig.distractors``, ``LayoutConfig.margin``), so the prompt and its instructions stay
+as written. A task family (issue 19: "bottles in the bin" tier 1 one bottle ... tier 5 four to
+five) registers its own recipes with :func:`register_tier_family`, and
+``scenegen evalset make FAMILY --tiers 1-5`` then uses them. Every family file under
+``assets/tasks/`` (:mod:`scenegen.design.families`) is registered under its name on import; its
+tier plan hands the pipeline the family's prompt and ``tier`` (the pipeline draws that tier's
+scenes: target counts, start states, distractors, layout margin).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from scenegen.errors import ConfigError
 
@@ -22,7 +28,7 @@ class TierRecipe:
     tier: int
     """Tier number (1 = easiest)."""
     distractors: int
-    """Distractor objects per scene (the prompt gets ``with K distractors``)."""
+    """Distractor objects per scene (set as ``LayoutConfig.distractors``; the prompt is not reworded)."""
     margin: float
     """Layout's minimum gap (m) between footprints: smaller packs objects closer together."""
 
@@ -49,6 +55,41 @@ TIER_FAMILIES: dict[str, TierPlan] = {}
 def register_tier_family(name: str, plan: TierPlan) -> None:
     """Make ``scenegen evalset make NAME --tiers 1-5`` use a task family's own tier recipes."""
     TIER_FAMILIES[name] = plan
+
+
+def family_plan(name: str) -> TierPlan:
+    """The tier plan of the family file ``NAME.json`` (read when a tier is first asked for).
+
+    The plan of tier ``K`` is the family's prompt and the knobs ``tier`` (the pipeline's
+    :attr:`~scenegen.pipeline.PipelineConfig.tier`), ``margin``, ``count``, ``types``, ``states``,
+    ``distractors`` and ``note``, recorded in the eval set.
+    """
+
+    def plan(tier: int) -> tuple[str, dict]:
+        from scenegen.design.families import families
+        from scenegen.errors import FamilyError
+
+        fam = families().get(name)
+        if fam is None:
+            raise FamilyError(f"task family {name!r} has no file in assets/tasks/ any more; restore {name}.json")
+        spec = fam.tier(tier)
+        return fam.prompt, spec.to_dict()
+
+    return plan
+
+
+def register_seed_families() -> list[str]:
+    """Register every family file of the tasks folder (``assets/tasks/*.json``) by its name; return the names."""
+    from scenegen.design.families import tasks_dir
+
+    names = sorted(f.stem for f in tasks_dir().glob("*.json"))
+    for name in names:
+        if name not in TIER_FAMILIES:
+            register_tier_family(name, family_plan(name))
+    return names
+
+
+register_seed_families()
 
 
 def parse_tiers(text: str | Sequence[int] | None) -> tuple[int, ...]:
@@ -80,10 +121,17 @@ def parse_tiers(text: str | Sequence[int] | None) -> tuple[int, ...]:
 def tier_prompt(source: str, tier: int) -> tuple[str, dict]:
     """The prompt and knobs (``margin``, ``distractors``...) of one tier of a prompt or task family.
 
+    A plain prompt comes back unchanged: its tier lives in the knobs, which :func:`tier_pipeline` applies.
+
     Raises:
         ConfigError: a plain prompt that already asks for distractors, or a tier without a recipe.
 
     """
+    if source not in TIER_FAMILIES:
+        from scenegen.design.families import find_family
+
+        fam = find_family(source)   # a family's prompt or alias names it too
+        source = fam.name if fam is not None and fam.name in TIER_FAMILIES else source
     if source in TIER_FAMILIES:
         prompt, knobs = TIER_FAMILIES[source](tier)
         return prompt, {"family": source, **knobs}
@@ -93,5 +141,16 @@ def tier_prompt(source: str, tier: int) -> tuple[str, dict]:
 
     if extract_clutter(normalize(source))[1] is not None:
         raise ConfigError(f"prompt {source!r} already sets its distractors; tiers set them, so drop that part")
-    r = DEFAULT_TIERS[tier]
-    return f"{source} with {r.distractors} distractors", asdict(r)
+    return source, asdict(DEFAULT_TIERS[tier])
+
+
+def tier_pipeline(cfg: Any, knobs: dict) -> Any:
+    """A pipeline config with a tier's layout knobs applied: ``margin``, and a plain prompt's ``distractors``.
+
+    A task family's knobs are notes of its own draws (its ``distractors`` is a range the pipeline draws from).
+    """
+    keys = ("margin",) if "family" in knobs else ("margin", "distractors")
+    changes = {k: (float(v) if k == "margin" else int(v)) for k, v in knobs.items() if k in keys}
+    if not changes:
+        return cfg
+    return replace(cfg, scene=replace(cfg.scene, layout=replace(cfg.scene.layout, **changes)))

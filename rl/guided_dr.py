@@ -32,12 +32,13 @@ import os
 from dataclasses import fields
 from pathlib import Path
 
-from rl.envs.config import _RELATIVE, DR_FACTORS, DRConfig
+from rl.envs.config import DR_FACTORS, RELATIVE_FACTORS, DRConfig
 from scenegen.errors import ConfigError
-from scenegen.fileio import canonical_json, write_atomic
+from scenegen.fileio import canonical_json, read_json, write_atomic
+from scenegen.layout.density import DR_SCHEMA
 
-SCHEMA = "scenegen.dr/1"
-"""Schema tag of ``DR.json``."""
+SCHEMA = DR_SCHEMA
+"""Schema tag of ``DR.json`` (its ``layout`` part is read back by :mod:`scenegen.layout.density`)."""
 DR_KNOBS = {"camera_offset": ("camera_pose", "above"), "light_diffuse": ("light_intensity", "either"),
             "light_elevation_deg": ("light_direction", "either"), "target_friction_scale": ("friction", "either"),
             "target_mass_scale": ("mass", "either")}
@@ -60,7 +61,7 @@ def _cap(base: DRConfig, factor: str, weight: float) -> float:
     base_amp = base.amplitude(factor) / max(base.weight(factor), 1e-12)
     if base_amp <= 0:
         return weight
-    limit = 0.9 if factor in _RELATIVE else 80.0 if factor == "light_direction" else None
+    limit = 0.9 if factor in RELATIVE_FACTORS else 80.0 if factor == "light_direction" else None
     return weight if limit is None else min(weight, limit / base_amp)
 
 
@@ -146,8 +147,6 @@ def load_dr(path: str | os.PathLike) -> DRConfig:
         ConfigError: missing or unreadable, an unknown field or factor, or a value out of range.
 
     """
-    from rl.evalset import read_json
-
     data = read_json(path, "DR file", f"make one with scenegen dr propose DIAGNOSIS -o {path}")
     d = data.get("dr", data) if isinstance(data, dict) else None
     if not isinstance(d, dict):

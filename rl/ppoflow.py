@@ -259,7 +259,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
            time_budget_s: float | None, max_iterations: int | None, progress: bool) -> dict:
     from tqdm import tqdm
 
-    from rl.bc import _Log  # metrics.jsonl and TensorBoard scalars, as BC writes them
+    from rl.bc import MetricsLog  # metrics.jsonl and TensorBoard scalars, as BC writes them
     from rl.stats import wilson_interval
 
     t_start = time.perf_counter()
@@ -301,7 +301,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         obs = envs.reset(seed=cfg.seed + 7919 * iteration)  # a fresh episode set for the resumed run
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "config.json", json.dumps(dataclasses.asdict(cfg), indent=2), error=PPOFlowError)
-    log = _Log(out)
+    log = MetricsLog(out)
     bar = tqdm(total=cfg.total_env_steps, initial=min(env_steps, cfg.total_env_steps), unit="step",
                disable=not progress, desc="ppoflow")
     ep_ret, ep_len = np.zeros(N), np.zeros(N, dtype=np.int64)

@@ -16,17 +16,53 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from rl.envs.config import DRConfig
 from scenegen.errors import ConfigError
+from scenegen.validate import finite, int_in
 
 KEEP = ("episodes", "grasp_segments")
 """What a rollout contributes: only successful episodes, or also failed episodes' successful grasps."""
 _INDEX = ("frame_index", "timestamp", "episode_index", "index", "task_index")
+
+
+@dataclass(frozen=True)
+class RFTConfig:
+    """Collection settings of rejection fine-tuning (``scenegen train rft``); the fine-tuning itself is BC."""
+
+    rollouts: int = 50
+    """Policy episodes to try under domain randomization."""
+    keep: str = "episodes"
+    """``episodes`` keeps successful episodes; ``grasp_segments`` also failed ones up to their last lifted grasp."""
+    demo_fraction: float = 0.5
+    """Share of the fine-tuning dataset's episodes taken from the original demonstrations (0: rollouts only)."""
+    rollout_seed: int = 0
+    """Rollout ``i`` resets with this seed + ``i`` on scene ``i`` mod the number of scenes."""
+    max_episode_steps: int = 300
+    """Step budget of each rollout."""
+    min_segment: int = 10
+    """Shortest grasp segment (frames) worth keeping with ``keep="grasp_segments"``."""
+    randomize: bool = True
+    """Domain randomization of the rollouts (DRConfig defaults, or the weights of ``--dr``)."""
+
+    def __post_init__(self) -> None:
+        int_in("RFTConfig.rollouts", self.rollouts, 1, 1_000_000)
+        if self.keep not in KEEP:
+            raise ConfigError(f"RFTConfig.keep = {self.keep!r} must be one of {KEEP}")
+        finite("RFTConfig.demo_fraction", self.demo_fraction, 0.0, 0.95)
+        int_in("RFTConfig.rollout_seed", self.rollout_seed, 0, 2**31 - 1)
+        int_in("RFTConfig.max_episode_steps", self.max_episode_steps, 1, 100_000)
+        int_in("RFTConfig.min_segment", self.min_segment, 1, 100_000)
+
+    def to_kwargs(self) -> dict:
+        """The keyword arguments of :func:`rft_dataset` (all but ``randomize``, which picks its ``dr``)."""
+        kw = {k: v for k, v in asdict(self).items() if k != "randomize"}
+        kw["seed"] = kw.pop("rollout_seed")
+        return kw
 
 
 def _lifted_goal(env: Any) -> bool:
@@ -90,7 +126,7 @@ def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os
     """
     from tqdm import tqdm
 
-    from rl.data.demos import _PoseRecorder, episode_record, feature_names
+    from rl.data.demos import PoseRecorder, episode_record, feature_names
     from rl.data.reader import DemoDataset
     from rl.data.writer import DemoWriter
     from rl.envs import PickPlaceEnv
@@ -105,10 +141,11 @@ def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os
     src = DemoDataset(demos)
     slots = int(src.scenegen.get("environment_state_slots") or
                 src.features["observation.environment_state"]["shape"][0] // 7)
+    mode = (src.scenegen.get("env_config") or {}).get("action_mode")
     env = PickPlaceEnv(pack, image_keys=tuple(src.cameras), image_size=src.image_size or 128,
                        pointcloud="observation.points" in src.features, max_episode_steps=max_episode_steps,
-                       dr=dr if dr is not None else DRConfig())
-    recorder = _PoseRecorder(env, slots)
+                       dr=dr if dr is not None else DRConfig(), **({"action_mode": mode} if mode else {}))
+    recorder = PoseRecorder(env, slots)
     ids = env.scene_ids
     kept: list = []
     failures: Counter = Counter()
@@ -137,7 +174,11 @@ def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os
                         "successes": successes, "segments": segments, "keep": keep, "demo_fraction": demo_fraction,
                         "demo_episodes": n_demo, "seed": seed,
                         "dr": {f.name: getattr(env.cfg.dr, f.name) for f in fields(env.cfg.dr)}},
-                "environment_state_slots": slots}
+                "environment_state_slots": slots, "pack": str(pack),
+                "pack_content_hash": getattr(env.source, "content_hash", None),
+                "env_config": {k: v for k, v in asdict(env.cfg).items() if k not in ("world", "dr")}}
+        if "action_space" in src.scenegen:
+            meta["action_space"] = src.scenegen["action_space"]
         writer = DemoWriter(out, src.fps, robot_type=src.robot_type, meta=meta, names=feature_names(env, slots),
                             image_format="video" if src.info.get("video_path") else "image", overwrite=overwrite)
         try:

@@ -64,3 +64,7 @@ class BudgetError(ScenegenError):
 
 class StateError(ScenegenError):
     """An object was used in the wrong state (e.g. ``step()`` before ``reset()``)."""
+
+
+class FamilyError(ConfigError):
+    """A task-family file (``assets/tasks/*.json``) is malformed, or a task family or tier does not exist."""

@@ -2,7 +2,8 @@
 
 * :func:`write_atomic` writes one file through a temporary sibling, ``fsync`` and ``os.replace``.
 * :func:`publish_dir` fills a temporary sibling folder and renames it into place.
-* :func:`canonical_json` / :func:`content_hash` give deterministic JSON text and its sha256.
+* :func:`canonical_json` / :func:`content_hash` give deterministic JSON text and its sha256;
+  :func:`read_json` reads a JSON file or raises one line naming it.
 * :class:`Closeable` is the close / context-manager / ``__del__`` lifecycle of every resource owner.
 
 Temporary names start with :data:`TMP_PREFIX` (a dot-name, so folder listings skip them), so a
@@ -21,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from scenegen.errors import ScenegenError
+from scenegen.errors import ConfigError, ScenegenError
 
 TMP_PREFIX = ".tmp-"
 """Names starting with this are unfinished writes."""
@@ -197,6 +198,16 @@ def canonical_json(data: Any, *, float_digits: int | None = 9, plain: bool = Fal
             raise
         raise error(f"{what} cannot be stored as JSON ({exc}); use finite numbers, strings, lists "
                     "and dicts") from None
+
+
+def read_json(path: str | os.PathLike, what: str, hint: str = "") -> Any:
+    """A JSON file's content; missing or unreadable files raise one-line :class:`ConfigError` naming ``what``."""
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"no {what} at {path}" + (f"; {hint}" if hint else "")) from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot read {what} {path} ({exc})") from None
 
 
 def content_hash(data: Any, **options: Any) -> str:

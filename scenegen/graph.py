@@ -20,8 +20,8 @@ from scenegen.catalog import Catalog, load_catalog
 from scenegen.errors import GraphError
 from scenegen.fileio import canonical_json as canonical_json  # re-exported for callers
 from scenegen.fileio import content_hash
+from scenegen.graph_schema import COMPARTMENTS, RELATIONS, ROLES, SCHEMA_VERSION, SLOT_NAMES, STATES, schema_error
 from scenegen.graph_schema import JSON_SCHEMA as JSON_SCHEMA  # re-exported for callers
-from scenegen.graph_schema import RELATIONS, ROLES, SCHEMA_VERSION, STATES, schema_error
 
 SUPPORT_RELATIONS = ("on", "in")
 SYMMETRIC = ("near", "far_from")
@@ -40,11 +40,16 @@ class Relation:
 
 @dataclass(frozen=True)
 class Goal:
-    """A goal: a relation to reach (``object`` set) or a state to reach (``object`` None)."""
+    """A goal: a relation to reach (``object`` set) or a state to reach (``object`` None).
+
+    An ``in`` goal may name a compartment (``slot``, one of :data:`SLOT_NAMES`) of a receptacle that has them
+    (:data:`COMPARTMENTS`): the subject must lie in that compartment.
+    """
 
     subject: str
     predicate: str
     object: str | None = None
+    slot: str | None = None
 
     @property
     def is_state(self) -> bool:
@@ -52,8 +57,11 @@ class Goal:
         return self.predicate in STATES
 
     def to_dict(self) -> dict:
-        """Return a JSON-ready dict."""
-        return {"subject": self.subject, "predicate": self.predicate, "object": self.object}
+        """Return a JSON-ready dict (``slot`` only when set, so goals without one hash as before)."""
+        out = {"subject": self.subject, "predicate": self.predicate, "object": self.object}
+        if self.slot is not None:
+            out["slot"] = self.slot
+        return out
 
 
 @dataclass(frozen=True)
@@ -152,9 +160,9 @@ class SceneGraph:
         """Set one attribute of an object."""
         self.g.nodes[obj_id]["attributes"][key] = value
 
-    def add_goal(self, subject: str, predicate: str, obj: str | None = None) -> Goal:
+    def add_goal(self, subject: str, predicate: str, obj: str | None = None, slot: str | None = None) -> Goal:
         """Append a goal and return it."""
-        goal = Goal(subject, predicate, obj)
+        goal = Goal(subject, predicate, obj, slot)
         self.goals.append(goal)
         return goal
 
@@ -348,6 +356,7 @@ class SceneGraph:
                 probs.append(Problem("self_relation", f"{text}: an object cannot relate to itself", (gl.subject,)))
                 continue
             probs += self._relation_kind_problems(cat, gl.subject, gl.predicate, gl.object, "goal ")
+            probs += self._slot_problems(gl, text)
             if self.has_relation(gl.subject, gl.predicate, gl.object):
                 probs.append(Problem("goal_already_true", f"{text}: already true in the initial scene",
                                      (gl.subject, gl.object)))
@@ -355,6 +364,18 @@ class SceneGraph:
                 probs.append(Problem("goal_cycle", f"{text}: {gl.object} rests on/in {gl.subject}",
                                      (gl.subject, gl.object)))
         return probs
+
+    def _slot_problems(self, gl: Goal, text: str) -> list[Problem]:
+        if gl.slot is None:
+            return []
+        kind = self.g.nodes[gl.object].get("category")
+        if gl.predicate != "in" or kind not in COMPARTMENTS:
+            return [Problem("bad_slot", f"{text}: only an 'in' goal into a receptacle with compartments "
+                                        f"({', '.join(COMPARTMENTS)}) names a slot", (gl.subject, gl.object))]
+        if gl.slot not in SLOT_NAMES[:COMPARTMENTS[kind]]:
+            return [Problem("bad_slot", f"{text}: slot {gl.slot!r} is not one of a {kind}'s "
+                                        f"{', '.join(SLOT_NAMES[:COMPARTMENTS[kind]])}", (gl.subject, gl.object))]
+        return []
 
     def _support_tree(self) -> nx.DiGraph:
         sub = nx.DiGraph()
@@ -422,7 +443,7 @@ class SceneGraph:
         for r in data["relations"]:
             sg.add_relation(r["subject"], r["relation"], r["object"])
         for gl in data["goals"]:
-            sg.add_goal(gl["subject"], gl["predicate"], gl.get("object"))
+            sg.add_goal(gl["subject"], gl["predicate"], gl.get("object"), gl.get("slot"))
         return sg
 
     @classmethod

@@ -13,6 +13,10 @@ SCHEMA_VERSION = 1
 ROLES = ("support", "target", "receptacle", "distractor", "background")
 RELATIONS = ("on", "in", "left_of", "right_of", "in_front_of", "behind", "near", "far_from")
 STATES = ("upright", "inverted", "lying")
+SLOT_NAMES = ("A", "B", "C", "D", "E", "F")
+"""Names of a receptacle's compartments (slots), in the order its builder lays them out."""
+COMPARTMENTS = {"sorter": 4}
+"""Categories whose receptacle has named compartments -> the fewest compartments every instance has."""
 
 _ID = {"type": "string", "pattern": "^[a-z][a-z0-9_]{0,63}$"}
 JSON_SCHEMA: dict[str, Any] = {
@@ -63,6 +67,7 @@ JSON_SCHEMA: dict[str, Any] = {
                     "subject": _ID,
                     "predicate": {"enum": list(RELATIONS + STATES)},
                     "object": {"anyOf": [_ID, {"type": "null"}]},
+                    "slot": {"enum": list(SLOT_NAMES)},
                 },
             },
         },

@@ -15,19 +15,16 @@ import hashlib
 import io
 import logging
 import math
-import multiprocessing
-import os
-import socket
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from scenegen.assets.collision.config import CollisionConfig
-from scenegen.errors import BackendError, BudgetError, ConfigError, ScenegenError
+from scenegen.attempts import attempt_results, mark_stage
+from scenegen.errors import BudgetError, ConfigError, ScenegenError
 from scenegen.layout.compose import SceneConfig
 from scenegen.sim.world import WorldConfig
 from scenegen.tasks.precheck import PrecheckConfig
@@ -80,6 +77,8 @@ class PipelineConfig:
     """Attempt budget: ``ceil(n * attempts_per_scene) + 4`` designed graphs at most."""
     time_budget_s: float = 3600.0
     """Wall-clock budget of a run (s); the run stops and reports when spent."""
+    attempt_timeout_s: float = 600.0
+    """Wall-clock deadline (s) of one attempt: a late one is stopped and fails as ``timeout in STAGE`` (0: none)."""
     settle_seconds: float = 2.0
     """Simulated-time budget of physics settling per scene."""
     preview_size: int = 256
@@ -96,6 +95,8 @@ class PipelineConfig:
     """Reach and view checks on the layout, before distractors are built and before settling."""
     light_robot: bool = True
     """Settle with the robot's low-poly render copy: same physics, 5x faster to load (previews draw it low-poly)."""
+    tier: int | None = None
+    """Difficulty tier of a task family (the prompt names the family; see ``assets/tasks/``); None: the prompt as is."""
 
     def __post_init__(self) -> None:
         if not (isinstance(self.workers, int) and 1 <= self.workers <= 512):
@@ -104,6 +105,8 @@ class PipelineConfig:
             raise ConfigError(f"backend = {self.backend!r} must be one of {', '.join(BACKENDS)}")
         if not 1.0 <= self.attempts_per_scene <= 100:
             raise ConfigError(f"attempts_per_scene = {self.attempts_per_scene} must be in 1..100")
+        if not (0 <= self.attempt_timeout_s <= 1e6):
+            raise ConfigError(f"attempt_timeout_s = {self.attempt_timeout_s} must be in 0..1e6 s (0: no deadline)")
         if not (self.time_budget_s > 0 and 0 < self.settle_seconds <= 30):
             raise ConfigError(f"time_budget_s ({self.time_budget_s}) must be > 0 and settle_seconds "
                               f"({self.settle_seconds}) in (0, 30]")
@@ -113,7 +116,7 @@ class PipelineConfig:
     def content_dict(self) -> dict:
         """The settings that shape the scenes (stored in the manifest; workers and budgets excluded)."""
         d = asdict(self)
-        for k in ("workers", "backend", "ray_address", "time_budget_s"):
+        for k in ("workers", "backend", "ray_address", "time_budget_s", "attempt_timeout_s"):
             d.pop(k)
         return d
 
@@ -186,6 +189,7 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
 
     t0 = time.perf_counter()
     secs: dict[str, float] = {}
+    mark_stage(index, "assets")
     try:
         graph = SceneGraph.from_dict(graph_data)
         options = {k: v for k, v in (("shap_e_model", config.shap_e_model), ("texture_model", config.texture_model),
@@ -201,12 +205,15 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
         task = task_graph(graph)    # reject early: the task objects' reach and view, before any distractor
         if task is not None and (config.precheck.reach or config.precheck.view):
             make(set(task.g.nodes))
+            mark_stage(index, "precheck")
             tp = time.perf_counter()
             why = precheck(build_scene(task, assets, seed=seed, config=config.scene), assets, config.precheck)
             secs["precheck"] = time.perf_counter() - tp
             if why:
                 return Attempt(index, False, f"precheck: {why}", seconds=secs)
+        mark_stage(index, "assets")
         make(None)
+        mark_stage(index, "layout")
         secs["assets"] = time.perf_counter() - t0 - secs.get("precheck", 0.0)
         t1 = time.perf_counter()
         scene = build_scene(graph, assets, seed=seed, config=config.scene)
@@ -219,6 +226,7 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
         return Attempt(index, False, _reason(exc), seconds=secs)
     lookup = {a.id: a for a in assets.values()}
     t2 = time.perf_counter()
+    mark_stage(index, "world")
     try:
         built = replace(scene, robot=light_robot(scene.robot).name) if config.light_robot else scene
         with World.build(built, lookup, config=config.world) as world:
@@ -229,6 +237,7 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
             reason = acceptance(world, report, config.accept)
             qa = None
             if not reason and checker is not None:
+                mark_stage(index, "qa")
                 t3 = time.perf_counter()
                 qa = checker(scene, world)
                 secs["qa"] = time.perf_counter() - t3
@@ -236,6 +245,7 @@ def run_attempt(index: int, graph_data: dict, seed: int, config: PipelineConfig,
                     reason = f"qa: {qa.get('reason', 'failed')}"
             preview, t4 = None, time.perf_counter()
             if config.preview_size:
+                mark_stage(index, "preview")
                 buf = io.BytesIO()
                 make_preview(scene, world, config.preview_size).save(buf, format="PNG")
                 preview = buf.getvalue()
@@ -253,74 +263,6 @@ def _attempt_task(task: tuple) -> Attempt:
     except Exception as exc:  # a bug must not kill the whole run: it is reported per attempt
         log.exception("attempt %s crashed", task[0])
         return Attempt(task[0], False, _reason(exc))
-
-
-def _results(tasks: Iterator[tuple], config: PipelineConfig) -> tuple[Iterator[Attempt], Callable[[], None]]:
-    """Ordered results of the tasks, and a function that stops the workers."""
-    if config.workers == 1 and config.backend == "process":
-        return (_attempt_task(t) for t in tasks), lambda: None
-    if config.backend == "ray":
-        try:
-            import ray
-            from ray.util.multiprocessing import Pool as RayPool
-        except ImportError:
-            raise ConfigError("backend 'ray' needs Ray: pip install 'scenegen[ray]'") from None
-        if not ray.is_initialized():
-            _ray_connect(ray, config.ray_address)
-        pool = RayPool(processes=config.workers)
-        return pool.imap(_attempt_task, tasks, chunksize=1), pool.terminate
-    # Not multiprocessing.Pool: its workers are daemonic and could not start the CoACD helper process.
-    ex = ProcessPoolExecutor(config.workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_die_with_parent, initargs=(os.getpid(),))
-    return ex.map(_attempt_task, list(tasks)), lambda: ex.shutdown(wait=False, cancel_futures=True)
-
-
-RAY_CONNECT_S = 60.0
-"""Wall-clock deadline (s) of connecting to (or starting) a Ray cluster."""
-
-
-def _ray_connect(ray: Any, address: str | None) -> None:
-    """``ray.init`` under :data:`RAY_CONNECT_S`; a ``host:port`` address is first probed with a 5 s TCP connect.
-
-    Raises:
-        BackendError: naming the stage (``ray connect``) and the address that failed.
-
-    """
-    from scenegen.secrets import call_with_deadline
-
-    where = address or "a new local cluster"
-    host, _, port = (address or "").removeprefix("ray://").rpartition(":")
-    if host and port.isdigit():
-        try:
-            socket.create_connection((host.strip("[]"), int(port)), timeout=5.0).close()
-        except OSError as exc:
-            raise BackendError(f"stage ray connect: cannot reach the Ray cluster at {address} "
-                               f"({exc.strerror or exc}); check --ray-address and that the cluster is up") from None
-    try:
-        call_with_deadline(lambda: ray.init(address=address, ignore_reinit_error=True, log_to_driver=False),
-                           RAY_CONNECT_S, what=f"connecting to the Ray cluster at {where}")
-    except TimeoutError:
-        raise BackendError(f"stage ray connect: no Ray cluster answered at {where} within {RAY_CONNECT_S:.0f} s; "
-                           "check --ray-address and that the cluster is up") from None
-    except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; each becomes one line naming the address
-        raise BackendError(f"stage ray connect: connecting to the Ray cluster at {where} failed "
-                           f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
-
-
-def _die_with_parent(parent: int) -> None:
-    """Pool-worker initializer: exit as soon as the process that started the pool is gone (even by SIGKILL).
-
-    A watcher thread polls the parent id twice a second; once the worker is re-parented the
-    worker ends, so no worker (and no multiprocessing resource tracker kept alive by one) outlives a killed run.
-    """
-    import threading
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
 @dataclass
@@ -379,7 +321,7 @@ def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: Pipeli
 
     from scenegen.assets.base import Asset
     from scenegen.assets.preview import contact_sheet
-    from scenegen.design import design
+    from scenegen.design.family_draw import design_run
     from scenegen.pack.reader import load_pack
     from scenegen.pack.writer import PackWriter
     from scenegen.scene import Scene
@@ -387,7 +329,7 @@ def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: Pipeli
     cfg = config or PipelineConfig()
     budget = _attempt_budget(n, cfg)
     t0 = time.perf_counter()
-    graphs = design(prompt, budget, seed, designer=cfg.designer)
+    graphs, cfg = design_run(prompt, budget, seed, cfg)    # a task family's tier sets its graphs and layout margin
     cache = str(cache_dir) if cache_dir is not None else None
     writer = PackWriter(out, prompt, seed, cfg.content_dict())
     reasons: Counter = Counter()
@@ -400,8 +342,8 @@ def generate(prompt: str, n: int, out: str | Path, seed: int = 0, config: Pipeli
             start = 1 + max(int(pack.scene(s).meta.get("attempt", -1)) for s in done)
         accepted, attempts = len(done), start
         stopped_by = ""
-        tasks = ((i, graphs[i].to_dict(), _attempt_seed(seed, i), cfg, cache, checker) for i in range(start, budget))
-        results, stop = _results(tasks, cfg)
+        tasks = ((i, graphs[i].to_dict(), attempt_seed(seed, i), cfg, cache, checker) for i in range(start, budget))
+        results, stop = attempt_results(tasks, cfg, _attempt_task, lambda i, why: Attempt(i, False, why))
         bar = tqdm(total=n, initial=accepted, desc="scenes", unit="scene", disable=not progress or accepted >= n)
         try:
             for res in results if accepted < n else ():
@@ -469,7 +411,8 @@ def _attempt_budget(n: Any, cfg: PipelineConfig) -> int:
     return math.ceil(n * cfg.attempts_per_scene) + 4
 
 
-def _attempt_seed(seed: int, index: int) -> int:
+def attempt_seed(seed: int, index: int) -> int:
+    """The seed of attempt ``index`` of a run seeded ``seed`` (SHA-256 derived: independent per attempt)."""
     digest = hashlib.sha256(f"attempt:{seed}:{index}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
 

@@ -11,8 +11,9 @@ builds both), through the same :func:`judge_relation`.
 What each relation means (``s REL o``):
 
 - ``in``: ``o`` stands upright; the centre of mass of ``s`` is below ``o``'s rim and inside the
-  footprint of ``o``'s cavity (its bounding-box footprint when no cavity is known); ``s`` does
-  not reach below ``o``'s bottom; with contacts, ``s`` rests on ``o`` (touches it, directly or
+  footprint of ``o``'s cavity (its bounding-box footprint when no cavity is known; for a receptacle
+  with compartments, inside one of them, or inside the one a goal names: :meth:`Body.slot`); ``s``
+  does not reach below ``o``'s bottom; with contacts, ``s`` rests on ``o`` (touches it, directly or
   through objects resting in it), touches no table, and is at rest.
 - ``on``: the centre of mass of ``s`` is over ``o``'s footprint; the bottom of ``s`` lies in a
   band at ``o``'s top; with contacts, ``s`` touches ``o`` (or what rests on it), touches the
@@ -32,7 +33,7 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from shapely.geometry import MultiPoint, Point, Polygon
+from shapely.geometry import MultiPoint, MultiPolygon, Point, Polygon
 
 from scenegen.errors import ConfigError, GraphError
 from scenegen.graph import RELATIONS, STATES
@@ -140,6 +141,9 @@ class Body:
     from it (a rolled or tilted object's box reaches far below its real lowest point)."""
     cavity: np.ndarray | None = None
     """Inner footprint (K x 2, asset frame) of an open container's cavity; None: no cavity is known."""
+    slots: dict[str, np.ndarray] | None = None
+    """Compartments of a receptacle that has them: name -> footprint (K x 2, asset frame); with no ``cavity``,
+    the opening is their union."""
 
     def points(self) -> np.ndarray:
         """World points bounding the body: its posed hull, or its posed box corners."""
@@ -170,13 +174,32 @@ class Body:
             return self.centre()
         return quat_matrix(self.pose.orientation) @ np.asarray(self.com, dtype=float) + np.asarray(self.pose.position)
 
-    def opening(self) -> Polygon:
-        """World footprint of the cavity (of the whole body when no cavity is known)."""
+    def opening(self) -> Polygon | MultiPolygon:
+        """World footprint of the cavity (of its compartments, or of the whole body when no cavity is known)."""
+        if (self.cavity is None or len(self.cavity) < 3) and self.slots:
+            return MultiPolygon([self._posed(q) for _, q in sorted(self.slots.items())])
         if self.cavity is None or len(self.cavity) < 3:
             return self.footprint()
+        return self._posed(self.cavity)
+
+    def _posed(self, poly: np.ndarray) -> Polygon:
         rot = quat_matrix(self.pose.orientation)
-        pts = np.c_[np.asarray(self.cavity, dtype=float), np.zeros(len(self.cavity))] @ rot.T
+        pts = np.c_[np.asarray(poly, dtype=float), np.zeros(len(poly))] @ rot.T
         return Polygon(pts[:, :2] + np.asarray(self.pose.position[:2], dtype=float))
+
+    def slot(self, name: str | None) -> Body:
+        """The body whose cavity is compartment ``name`` alone (``self`` for None), for an ``in`` goal naming it.
+
+        Raises:
+            GraphError: the body has no compartment ``name``.
+
+        """
+        if name is None:
+            return self
+        if not self.slots or name not in self.slots:
+            have = ", ".join(sorted(self.slots or ())) or "none"
+            raise GraphError(f"the receptacle has no compartment {name!r} (it has: {have}); name one it has")
+        return replace(self, cavity=np.asarray(self.slots[name], dtype=float), slots=None)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ The simulator state is restored afterwards.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from qa.result import CheckResult
 from scenegen.relations import box_center, z_range
 from scenegen.rotations import axis_angle_quat, quat_matrix, quat_mul
 from scenegen.scene import Pose, Scene
+from scenegen.tasks.flip import flip_grasp_width
 
 NAME = "reachability"
 _DIRS = {"left_of": (0.0, 1.0), "right_of": (0.0, -1.0), "in_front_of": (-1.0, 0.0), "behind": (1.0, 0.0),
@@ -29,10 +31,12 @@ _DIRS = {"left_of": (0.0, 1.0), "right_of": (0.0, -1.0), "in_front_of": (-1.0, 0
 
 
 class _Arm:
-    """The robot's movable joints, their limits and its home end-effector pose."""
+    """The robot's movable joints, their limits and one arm's home end-effector pose (arm 0: a single arm)."""
 
-    def __init__(self, world: Any) -> None:
+    def __init__(self, world: Any, arm: int = 0) -> None:
         p, c, r = world._p, world.client, world.robot_id
+        self.ee_link = world.arms[arm].ee_link if getattr(world, "arms", None) else world.ee_link
+        self.ee_name = world.robot.arm_specs[arm].ee_link
         self.p, self.c, self.r, self.world = p, c, r, world
         self.movable: list[int] = []
         lo, hi = [], []
@@ -50,7 +54,7 @@ class _Arm:
         home = dict(zip(world.arm_joints + world.finger_joints, world.robot.home, strict=True))
         self.rest = [float(home.get(j, 0.0)) for j in self.movable]
         self.set(self.rest)
-        self.home_orn = world.link_pose(world.robot.ee_link).orientation
+        self.home_orn = world.link_pose(self.ee_name).orientation
         self.home_axis = quat_matrix(self.home_orn)[:, 2]
 
     def set(self, q: list[float]) -> None:
@@ -63,15 +67,7 @@ class _Arm:
 
         The yaws tried suit a parallel gripper: ``yaw``, ``yaw + 90 deg`` and 0, each folded into +-90 deg.
         """
-        best: dict | None = None
-        for cand in (yaw, yaw + math.pi / 2, 0.0):
-            res = self._solve(pos, _fold(cand), rc)
-            if res["reached"]:
-                return res
-            if best is None or res["error"] < best["error"]:
-                best = res
-        assert best is not None
-        return best
+        return _first_or_closest(self._solve(pos, _fold(c), rc) for c in (yaw, yaw + math.pi / 2, 0.0))
 
     def _solve(self, pos: np.ndarray, yaw: float, rc: ReachabilityConfig) -> dict:
         """Solve IK for ``pos`` with the home orientation turned by ``yaw``; return the errors."""
@@ -81,11 +77,11 @@ class _Arm:
         err, ang = float("inf"), 180.0
         for _ in range(rc.ik_restarts):
             q = p.calculateInverseKinematics(
-                self.r, w.ee_link, [float(x) for x in pos], list(orn), lowerLimits=self.lo.tolist(),
+                self.r, self.ee_link, [float(x) for x in pos], list(orn), lowerLimits=self.lo.tolist(),
                 upperLimits=self.hi.tolist(), jointRanges=(self.hi - self.lo).tolist(), restPoses=self.rest,
                 maxNumIterations=rc.ik_iterations, residualThreshold=1e-5, physicsClientId=self.c)
             self.set(list(q))
-            got = w.link_pose(w.robot.ee_link)
+            got = w.link_pose(self.ee_name)
             err = float(np.linalg.norm(np.asarray(got.position) - pos))
             axis = quat_matrix(got.orientation)[:, 2]
             ang = math.degrees(math.acos(float(np.clip(axis @ self.home_axis, -1.0, 1.0))))
@@ -94,6 +90,33 @@ class _Arm:
         ok = err <= rc.position_tol and ang <= rc.orientation_tol_deg
         return {"position": [round(float(x), 4) for x in pos], "yaw_deg": round(math.degrees(yaw), 1), "error": err,
                 "tilt_deg": ang, "reached": ok}
+
+
+class _Arms:
+    """Every arm of the robot: a pose is reached when some arm reaches it (the nearest arm's miss otherwise)."""
+
+    def __init__(self, world: Any) -> None:
+        self.arms = [_Arm(world, i) for i in range(len(getattr(world, "arms", ()) or [0]))]
+        self.labels = [a.name for a in world.robot.arm_specs]
+
+    def reach(self, pos: np.ndarray, yaw: float, rc: ReachabilityConfig) -> dict:
+        """The first arm's reach of ``pos`` that succeeds, else the closest miss (``arm`` names it, several arms)."""
+        if len(self.arms) == 1:
+            return self.arms[0].reach(pos, yaw, rc)
+        return _first_or_closest({**arm.reach(pos, yaw, rc), "arm": label}
+                                 for label, arm in zip(self.labels, self.arms, strict=True))
+
+
+def _first_or_closest(tries: Iterator[dict]) -> dict:
+    """The first try that reached its pose (later ones are not run), else the one with the smallest error."""
+    best: dict | None = None
+    for res in tries:
+        if res["reached"]:
+            return res
+        if best is None or res["error"] < best["error"]:
+            best = res
+    assert best is not None
+    return best
 
 
 def _fold(yaw: float) -> float:
@@ -140,7 +163,7 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
     grasp_out: list[dict] = []
     opening = float(world.robot.max_opening)
     with preserved(world):
-        arm = _Arm(world)
+        arm = _Arms(world)
         current = world.poses()
         for t in targets:
             ext = world.assets[t].extents
@@ -154,6 +177,8 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
                                 f"tilt {res['tilt_deg']:.0f} deg; tol {rc.position_tol * 100:.1f} cm)")
             grasp = world.assets[t].grasp or {}
             width = float(grasp.get("width", min(ext[:2])))
+            flip_width = flip_grasp_width(world, t, scene.graph.goals)  # a flip pinches a handle or a lying bottle
+            width = width if flip_width is None else flip_width
             fits = width + rc.width_margin <= opening
             grasp_out.append({"object": t, "mode": grasp.get("mode", "top"), "width": width,
                               "max_opening": opening, "fits": fits})

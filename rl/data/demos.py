@@ -35,7 +35,7 @@ def slot_order(scene: Any) -> list[str]:
     return order + [n for n in objects if n not in order]
 
 
-class _PoseRecorder:
+class PoseRecorder:
     """Wraps an env: after each reset and step, keeps the object poses (the state the next action sees)."""
 
     def __init__(self, env: Any, slots: int) -> None:
@@ -100,9 +100,12 @@ def feature_names(env: Any, slots: int) -> dict[str, list[str]]:
     from scenegen.sim.robots import get_robot
 
     spec = get_robot(env.scene.robot)
-    state = [*spec.arm_joints, *spec.finger_joints, *EE_NAMES]
+    ee = EE_NAMES if not spec.arms else [f"{a.name}_{n}" for a in spec.arms for n in EE_NAMES]
+    state = [*spec.arm_joints, *spec.finger_joints, *ee]
     a = int(env.action_space.shape[0])
     action = list(ACTION_MODES.get(getattr(env.cfg, "action_mode", ""), ()))
+    if spec.arms and len(action) * len(spec.arms) == a:  # one action per arm, side by side
+        action = [f"{arm.name}_{n}" for arm in spec.arms for n in action]
     action = action if len(action) == a else [f"a{i}" for i in range(a)]
     envs = [f"slot{i}.{f}" for i in range(slots) for f in POSE_FIELDS]
     return {"observation.state": state if len(state) == env.observation_space["proprio"].shape[0] else None,
@@ -115,10 +118,10 @@ _WORKER: dict = {}
 def _worker_init(pack: str, env_kw: dict, slots: int) -> None:
     """A recording process: its own env, expert and pose recorder."""
     from rl.envs import PickPlaceEnv
-    from scenegen.tasks.expert import ScriptedExpert
+    from scenegen.tasks.expert import make_expert
 
     env = PickPlaceEnv(pack, **env_kw)
-    _WORKER.update(env=env, expert=ScriptedExpert(env), recorder=_PoseRecorder(env, slots))
+    _WORKER.update(env=env, expert=make_expert(env), recorder=PoseRecorder(env, slots))
 
 
 def _attempt(job: tuple[int, int, str]) -> tuple[int, str | None, EpisodeRecord | None]:
@@ -157,7 +160,7 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
     from tqdm import tqdm
 
     from rl.envs import DRConfig, PickPlaceEnv
-    from scenegen.tasks.expert import ScriptedExpert
+    from scenegen.tasks.expert import make_expert
 
     if not (isinstance(n, int) and 1 <= n <= 1_000_000):
         raise ConfigError(f"-n {n!r} must be an int in 1..1000000")
@@ -179,7 +182,7 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
             "env_config": env_cfg, "randomized": bool(randomize), "environment_state_slots": slots,
             "action_space": {"shape": list(env.action_space.shape), "low": float(np.min(env.action_space.low)),
                              "high": float(np.max(env.action_space.high))}}
-    recorder = _PoseRecorder(env, slots)
+    recorder = PoseRecorder(env, slots)
     env.reset(seed=seed, options={"scene_id": ids[0]})
     writer = DemoWriter(out, env.cfg.control_hz, robot_type=env.source.scene(ids[0]).robot, meta=meta,
                         names=feature_names(env, slots), image_format=image_format,
@@ -193,7 +196,7 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
         pool = mp.get_context("spawn").Pool(workers, _worker_init, (str(pack), env_kw, slots))
         results = pool.imap(_attempt, jobs, chunksize=1)
     else:
-        _WORKER.update(env=env, expert=ScriptedExpert(env), recorder=recorder)
+        _WORKER.update(env=env, expert=make_expert(env), recorder=recorder)
         results = map(_attempt, jobs)
     failures: Counter = Counter()
     attempts = 0

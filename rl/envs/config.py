@@ -17,7 +17,8 @@ from scenegen.validate import finite
 DR_FACTORS = ("light_direction", "light_intensity", "camera_pose", "object_color", "table_color",
               "friction", "mass")
 """Randomized factors, each with a weight in :attr:`DRConfig.weights`."""
-_RELATIVE = ("light_intensity", "friction", "mass")
+RELATIVE_FACTORS = ("light_intensity", "friction", "mass")
+"""Factors whose amplitude is a relative change (a fraction of the nominal value, below 1)."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class DRConfig:
             raise ConfigError(f"DRConfig.weights: unknown factor(s) {unknown}; use {', '.join(DR_FACTORS)}")
         merged = {k: finite(f"DRConfig.weights[{k!r}]", raw.get(k, 1.0), 0.0, 100.0) for k in DR_FACTORS}
         object.__setattr__(self, "weights", tuple(sorted(merged.items())))
-        for name in _RELATIVE:
+        for name in RELATIVE_FACTORS:
             if self.amplitude(name) >= 1.0:
                 raise ConfigError(f"DRConfig: {name} amplitude x weight = {self.amplitude(name):.3f} must be < 1 "
                                   "(a relative change of 100% or more)")

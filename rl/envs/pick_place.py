@@ -65,7 +65,7 @@ class PickPlaceEnv(gym.Env):
         self.source = self.episode.source
         self.scene_ids = self.episode.scene_ids
         self.cache = self.episode.cache
-        self.observation_space = observation_space(self.cfg, self.episode.n_joints)
+        self.observation_space = observation_space(self.cfg, self.episode.n_joints, self.episode.n_arms)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (self.episode.action_dim,), np.float32)
         self.metadata = {**self.metadata, "render_fps": int(round(self.cfg.control_hz))}
         self._viewer: Renderer | None = None
@@ -103,6 +103,11 @@ class PickPlaceEnv(gym.Env):
     def task(self) -> TaskTracker:
         """The current episode's task tracker."""
         return self.episode.task
+
+    @property
+    def n_arms(self) -> int:
+        """Arms of the robot (the action holds one arm action per arm)."""
+        return self.episode.n_arms
 
     @property
     def elapsed_steps(self) -> int:

@@ -148,8 +148,10 @@ class TimmVision(_Pretrained):
             elif path.is_file():
                 arch, file = path.stem, path
             try:
-                overlay = {"file": str(file)} if file else None
-                self.backbone = timm.create_model(arch, pretrained=True, num_classes=0, pretrained_cfg_overlay=overlay)
+                # a local file is read here, not by the model's own loader (ViTs expect JAX .npz files there)
+                self.backbone = timm.create_model(arch, pretrained=file is None, num_classes=0)
+                if file is not None:
+                    load_weights(self.backbone, file)
             except (OSError, RuntimeError, ValueError) as exc:
                 raise missing_weights("vision backbone", name, "--vision-pretrained", exc) from None
         self.architecture = self.backbone.default_cfg.get("architecture", getattr(self.backbone, "name", ""))
@@ -167,6 +169,27 @@ class TimmVision(_Pretrained):
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
             feats = self.backbone.forward_features(self._prep(img))
         return self._tokens(feats)
+
+
+def load_weights(model: nn.Module, file: Path) -> None:
+    """Load a backbone's weights from a ``.safetensors`` or torch file; a classifier head in it is dropped.
+
+    Raises:
+        ValueError: the file lacks weights the backbone needs, or holds ones of another shape.
+    """
+    if file.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        state = load_file(str(file))
+    else:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    wrong = sorted(k for k in own if k in state and tuple(state[k].shape) != tuple(own[k].shape))
+    if missing or wrong:
+        raise ValueError(f"{file.name} does not fit the architecture: {len(missing)} weights missing "
+                         f"(e.g. {missing[:2]}), {len(wrong)} of another shape (e.g. {wrong[:2]})")
+    model.load_state_dict({k: state[k] for k in own})
 
 
 def build_vision(cfg: VisionConfig, d: int, from_config: str | None = None) -> nn.Module:

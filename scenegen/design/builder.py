@@ -18,6 +18,7 @@ from scenegen.design import lexicon as lx
 from scenegen.design.parser import NP, Clause
 from scenegen.errors import PromptError
 from scenegen.graph import SUPPORT_RELATIONS, Goal, SceneGraph
+from scenegen.graph_schema import COMPARTMENTS, SLOT_NAMES
 
 TABLE = "table"
 _MOVE = ("move", "pick", "sort", "gather")
@@ -60,6 +61,8 @@ class Builder:
         self.pending: dict[str, tuple[str, tuple[str, ...]]] = {}
         self.distractors: set[str] = set()
         self.reserved: set[str] = set()
+        self.slots: dict[str, dict[str, str]] = {}
+        """Receptacle with compartments -> category -> the compartment its parts are sorted into."""
 
     # ------------------------------------------------------------------ helpers
     def disp(self, node: str) -> str:
@@ -242,6 +245,8 @@ class Builder:
             self.graspable(subj, verb)
             if dest is not None:
                 self._move(subj, c.dest[0], dest, verb)
+                if c.verb == "sort":
+                    self._assign_slots(subj, dest)
             elif c.verb == "gather" or c.chain:
                 for s in subj:
                     self.pending[s] = ("gather", tuple(subj))
@@ -264,6 +269,22 @@ class Builder:
             self.goal(s, self.rel_to(rel, dest), dest)
             if self.goals[-1].predicate == "far_from" and (s, "near", dest) not in self.extra:
                 self.extra.append((s, "near", dest))
+
+    def _assign_slots(self, subj: list[str], dest: str) -> None:
+        """Sorting into a receptacle with compartments: each kind of part gets its own compartment, in order."""
+        kind = self.sg.object(dest).category
+        if kind not in COMPARTMENTS:
+            return
+        have = self.slots.setdefault(dest, {})
+        for s in subj:
+            cat = self.sg.object(s).category
+            if cat not in have:
+                if len(have) >= COMPARTMENTS[kind]:
+                    raise PromptError(f"the {self.disp(dest)} has {COMPARTMENTS[kind]} compartments, so it sorts at "
+                                      f"most {COMPARTMENTS[kind]} kinds of object; name fewer kinds")
+                have[cat] = SLOT_NAMES[len(have)]
+        self.goals = [Goal(g.subject, g.predicate, g.object, have[self.sg.object(g.subject).category])
+                      if g.subject in subj and g.object == dest and g.predicate == "in" else g for g in self.goals]
 
     def _stack(self, subj: list[str], dest: str | None, c: Clause) -> None:
         self.graspable(subj, "stack")

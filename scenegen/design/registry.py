@@ -7,6 +7,7 @@ imported on first use. A third-party designer calls :func:`register_designer`.
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 
 from scenegen.design.base import Designer
@@ -60,7 +61,8 @@ def get_designer(name: str) -> Designer:
     return DESIGNERS[name]()
 
 
-def design(prompt: str, n: int, seed: int = 0, designer: str = "rules") -> list[SceneGraph]:
+def design(prompt: str, n: int, seed: int = 0, designer: str = "rules", *, clutter: int | None = None,
+           extra_clutter: int = 0) -> list[SceneGraph]:
     """Turn a prompt into ``n`` valid scene graphs with distinct hashes.
 
     Args:
@@ -68,6 +70,8 @@ def design(prompt: str, n: int, seed: int = 0, designer: str = "rules") -> list[
         n: Number of graphs.
         seed: Seed; the same prompt and seed give the same graphs.
         designer: Backend name (``"rules"``, the offline default; ``"llm"`` when installed).
+        clutter: Distractors per graph instead of the prompt's count (None: the prompt's, else the designer's).
+        extra_clutter: Distractors added to each graph's count.
 
     Returns:
         ``n`` validated graphs.
@@ -77,4 +81,10 @@ def design(prompt: str, n: int, seed: int = 0, designer: str = "rules") -> list[
         ConfigError: bad ``n``, ``seed`` or designer name.
 
     """
-    return get_designer(designer).design(prompt, n, seed)
+    backend = get_designer(designer)
+    if clutter is None and not extra_clutter:
+        return backend.design(prompt, n, seed)
+    if "clutter" not in inspect.signature(backend.design).parameters:
+        raise ConfigError(f"designer {designer!r} takes no distractor count; drop --distractors/--dr clutter or use "
+                          "the rules designer")
+    return backend.design(prompt, n, seed, clutter=clutter, extra_clutter=extra_clutter)

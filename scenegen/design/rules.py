@@ -86,8 +86,13 @@ class RulesDesigner:
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog
 
-    def design(self, prompt: str, n: int, seed: int = 0) -> list[SceneGraph]:
+    def design(self, prompt: str, n: int, seed: int = 0, *, clutter: int | None = None,
+               extra_clutter: int = 0) -> list[SceneGraph]:
         """Return ``n`` valid graphs with distinct hashes for ``prompt``.
+
+        ``clutter`` (distractors per graph, instead of the prompt's count or the random 1-3) and
+        ``extra_clutter`` (added to that count) go to :func:`scenegen.design.variation.variants`;
+        the instructions stay the prompt's words.
 
         Raises:
             PromptError: the prompt cannot be understood or names an impossible task.
@@ -96,7 +101,7 @@ class RulesDesigner:
         from scenegen.design.variation import variants
 
         base = parse(prompt, self.catalog)
-        out = variants(base, n, seed, catalog=self.catalog)
+        out = variants(base, n, seed, catalog=self.catalog, clutter=clutter, extra_clutter=extra_clutter)
         for g in out:
             check_schema(g)  # distractors may push a large base graph over the schema's limits
             g.meta["designer"] = self.name

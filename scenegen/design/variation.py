@@ -114,7 +114,8 @@ def _add_distractors(g: SceneGraph, cat: Catalog, rng: np.random.Generator, k: i
 
 
 def variants(base: SceneGraph, n: int, seed: int, catalog: Catalog | None = None,
-             clutter: int | None = None, instructions: int = DEFAULT_COUNT) -> list[SceneGraph]:
+             clutter: int | None = None, instructions: int = DEFAULT_COUNT, *,
+             extra_clutter: int = 0) -> list[SceneGraph]:
     """Return ``n`` valid variants of ``base`` with distinct content hashes.
 
     Args:
@@ -125,6 +126,8 @@ def variants(base: SceneGraph, n: int, seed: int, catalog: Catalog | None = None
         clutter: Distractors per variant; default ``base.meta["clutter"]``, else 1-3 at random.
         instructions: Instructions per variant, the prompt's own included (see
             :func:`scenegen.design.paraphrase.paraphrases`); 1 keeps the prompt alone.
+        extra_clutter: Distractors added to each variant's count (from ``clutter``, the prompt or the
+            random draw), at most :data:`MAX_DISTRACTORS` in all.
 
     Returns:
         ``n`` validated graphs; ``meta`` gains ``variant`` (index) and ``seed``; ``instructions``
@@ -145,6 +148,9 @@ def variants(base: SceneGraph, n: int, seed: int, catalog: Catalog | None = None
     if clutter is not None and (isinstance(clutter, bool) or not isinstance(clutter, (int, np.integer))
                                 or not 0 <= clutter <= MAX_DISTRACTORS):
         raise ConfigError(f"clutter must be an integer in 0..{MAX_DISTRACTORS}, got {clutter!r}")
+    if isinstance(extra_clutter, bool) or not isinstance(extra_clutter, (int, np.integer)) \
+            or not 0 <= extra_clutter <= MAX_DISTRACTORS:
+        raise ConfigError(f"extra_clutter must be an integer in 0..{MAX_DISTRACTORS}, got {extra_clutter!r}")
     if isinstance(instructions, bool) or not isinstance(instructions, (int, np.integer)) \
             or not 1 <= instructions <= MAX_COUNT:
         raise ConfigError(f"instructions must be an integer in 1..{MAX_COUNT}, got {instructions!r}")
@@ -160,6 +166,7 @@ def variants(base: SceneGraph, n: int, seed: int, catalog: Catalog | None = None
         g = base.copy()
         _vary_objects(g, base, cat, rng)
         k = int(clutter) if clutter is not None else int(rng.integers(DEFAULT_CLUTTER[0], DEFAULT_CLUTTER[1] + 1))
+        k = min(MAX_DISTRACTORS, k + int(extra_clutter))
         _add_distractors(g, cat, rng, k, forbidden)
         h = g.content_hash()
         if h in seen:

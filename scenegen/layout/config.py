@@ -49,6 +49,11 @@ class LayoutConfig:
     """Wall-clock budget of one :func:`solve_layout` call."""
     max_fill: float = 0.55
     """Fail fast when footprints would cover more than this fraction of the free table top."""
+    distractors: int | None = None
+    """Distractors per scene instead of the prompt's count (None: the prompt's, else 1-3 at random); the
+    designer adds them, so the instruction keeps the prompt's words (eval tiers set clutter this way)."""
+    extra_distractors: int = 0
+    """Distractors added to each scene's count (the clutter knob of a ``scenegen dr propose`` DR.json)."""
 
     def __post_init__(self) -> None:
         checks = {
@@ -62,6 +67,12 @@ class LayoutConfig:
             "reach_min": self.reach_min is None or self.reach_min >= 0,
             "reach_max": self.reach_max is None or self.reach_max > 0,
             "base_clearance": self.base_clearance is None or self.base_clearance >= 0,
+            "distractors": self.distractors is None or (isinstance(self.distractors, int)
+                                                        and not isinstance(self.distractors, bool)
+                                                        and 0 <= self.distractors <= 30),
+            "extra_distractors": isinstance(self.extra_distractors, int) and not isinstance(self.extra_distractors,
+                                                                                            bool)
+            and 0 <= self.extra_distractors <= 30,
         }
         for name, ok in checks.items():
             if not ok:

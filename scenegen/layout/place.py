@@ -69,6 +69,9 @@ class LayoutState:
     """The task zone (inside the reach band) where the centres of ``in_zone`` objects go; None: anywhere."""
     in_zone: set[str] = field(default_factory=set)
     """Targets and receptacles (their holders need only be within reach)."""
+    arm_bands: tuple = ()
+    """A multi-arm robot's ``(base xy, reach_min, reach_max)`` per arm: a centre within any arm's band is in
+    reach; () for a single arm (``base_xy`` and ``reach``)."""
 
 
 
@@ -94,6 +97,8 @@ def place_node(ctx: LayoutState, n: str, reasons: Counter) -> tuple[bool, int]:
             return False, attempt
         yaw = float(ctx.rng.uniform(0, 2 * math.pi)) if cfg.random_yaw else 0.0
         q = quat_mul(axis_angle_quat((0.0, 0.0, 1.0), yaw), state_q)
+        if obj.state == "lying" and rolls_lying(geom):  # a lying bottle: any roll about its long axis
+            q = quat_mul(q, axis_angle_quat((0.0, 0.0, 1.0), float(ctx.rng.uniform(0, 2 * math.pi))))
         lim = None
         if parent == ctx.table:  # the footprint's box at this yaw must fit the table's rectangle
             lo, hi, _ = posed_extent(geom, q)
@@ -121,6 +126,13 @@ def place_node(ctx: LayoutState, n: str, reasons: Counter) -> tuple[bool, int]:
         ctx.placed[n] = cand
         return True, attempt + 1
     return False, cfg.max_attempts
+
+
+def rolls_lying(geom: AssetGeometry) -> bool:
+    """True for a tall, round object (a bottle): lying, it rests on its side at any roll about its long (z) axis."""
+    lo, hi = np.min(geom.hull, axis=0), np.max(geom.hull, axis=0)
+    ext = hi - lo
+    return bool(ext[2] >= 1.5 * max(ext[0], ext[1]) and abs(ext[0] - ext[1]) < 0.1 * max(ext[0], ext[1]))
 
 
 def linked_relations(ctx: LayoutState, n: str) -> list[tuple[str, str, str]]:
@@ -214,7 +226,10 @@ def check_2d(ctx: LayoutState, n: str, role: str, rel: str, parent: str, cand: P
             return "no room on the table (too close to the robot base)"
     elif not support_region(ctx, n, rel, parent, 0.0).contains(Point(*cand.centre)):
         return f"no room {rel} {parent}"
-    if n in ctx.needs_reach:
+    if n in ctx.needs_reach and ctx.arm_bands:
+        if not any(lo <= float(np.linalg.norm(cand.centre - b)) <= hi for b, lo, hi in ctx.arm_bands):
+            return "out of every arm's reach"
+    elif n in ctx.needs_reach:
         d = float(np.linalg.norm(cand.centre - ctx.base_xy))
         if not ctx.reach[0] <= d <= ctx.reach[1]:
             return (f"out of the robot's reach ({d:.2f} m from the base, reach "

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 
 import numpy as np
 from shapely.geometry import Point, Polygon, box
+from shapely.ops import unary_union
 
 from scenegen.assets.base import Asset
 from scenegen.errors import LayoutError
@@ -36,7 +37,7 @@ from scenegen.layout.collide import Collider, Placed
 from scenegen.layout.config import LayoutConfig
 from scenegen.layout.place import LayoutState, linked_relations, place_node
 from scenegen.scene import Pose
-from scenegen.sim.robots import RobotSpec, get_robot
+from scenegen.sim.robots import RobotSpec, arm_reach, get_robot
 
 _REACH_ROLES = ("target", "receptacle")
 
@@ -105,6 +106,16 @@ def _context(graph: SceneGraph, assets: dict[str, Asset], rng: np.random.Generat
     if rmin >= rmax:
         raise LayoutError(f"robot reach band [{rmin}, {rmax}] m is empty; fix LayoutConfig.reach_min/reach_max")
     annulus = Point(*base_xy).buffer(rmax, 64).difference(Point(*base_xy).buffer(rmin, 64))
+    arm_bands: tuple = ()
+    if spec.arms:  # several arms: the union of their reach bands, each arm's base kept clear
+        arm_bands = tuple((b, rmin if cfg.reach_min is None else cfg.reach_min,
+                           rmax if cfg.reach_max is None else cfg.reach_max)
+                          for b, rmin, rmax, _ in arm_reach(spec, spec.base_pose))
+        annulus = unary_union([Point(*b).buffer(hi, 64).difference(Point(*b).buffer(lo, 64))
+                               for b, lo, hi in arm_bands])
+        clear = [Point(*b).buffer(c if cfg.base_clearance is None else cfg.base_clearance)
+                 for b, _, _, c in arm_reach(spec, spec.base_pose)]
+        keepout = unary_union([k for k in clear if not k.is_empty]) if any(not k.is_empty for k in clear) else Polygon()
     free = region.difference(keepout)
     ancestors: dict[str, set[str]] = {}
     for n in graph.support_order():
@@ -120,6 +131,7 @@ def _context(graph: SceneGraph, assets: dict[str, Asset], rng: np.random.Generat
     ctx = LayoutState(graph, geoms, cfg, cfg.relations.tightened(), rng, table, region, free,
                       free.intersection(annulus), base_xy, (rmin, rmax), keepout, ancestors, parent_of, needs_reach,
                       time.monotonic() + cfg.time_budget_s, collider)
+    ctx.arm_bands = arm_bands
     ctx.placed[table] = Placed.make(table, table_pose, geoms[table])
     ctx.loose = cfg.relations.loosened()
     if cfg.task_zone is not None:

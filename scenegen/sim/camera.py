@@ -71,13 +71,17 @@ def frame_zone(zone: tuple[float, float, float, float], table_height: float = 0.
 def default_cameras(robot: RobotSpec, zone: tuple[float, float, float, float] = DEFAULT_TASK_ZONE,
                     table_height: float = 0.0, width: int = 128, height: int = 128, fov_deg: float = 40.0,
                     wrist_fov_deg: float = 70.0, elevation_deg: float = 65.0, margin: float = 0.05) -> list[Camera]:
-    """The ``front`` camera framing the task zone (see :func:`frame_zone`) and the ``wrist`` camera."""
+    """The ``front`` camera framing the task zone (see :func:`frame_zone`) and the ``wrist`` camera.
+
+    A multi-arm robot gets one wrist camera per arm instead, ``wrist_<arm>`` (``wrist_left``, ``wrist_right``).
+    """
     eye, target = frame_zone(zone, table_height, fov_deg, elevation_deg, margin)
     front = Camera("front", eye=eye, target=target, up=(0.0, 0.0, 1.0), fov_deg=fov_deg,
                    width=width, height=height, near=0.05, far=4.0)
-    wrist = Camera("wrist", eye=robot.wrist_eye, target=robot.wrist_target, up=robot.wrist_up,
-                   fov_deg=wrist_fov_deg, width=width, height=height, near=0.02, far=2.0, link=robot.wrist_link)
-    return [front, wrist]
+    wrists = [Camera("wrist" if not robot.arms else f"wrist_{arm.name}", eye=arm.wrist_eye, target=arm.wrist_target,
+                     up=arm.wrist_up, fov_deg=wrist_fov_deg, width=width, height=height, near=0.02, far=2.0,
+                     link=arm.wrist_link) for arm in robot.arm_specs]
+    return [front, *wrists]
 
 
 def get_camera(scene: Scene, name: str) -> Camera:

@@ -59,15 +59,17 @@ def wrap(angle: float) -> float:
     return (angle + math.pi) % (2 * math.pi) - math.pi
 
 
-def check_action(action: object, mode: str = DEFAULT_ACTION_MODE) -> np.ndarray:
-    """Validate an action of ``mode``: finite numbers in [-1, 1], one per component.
+def check_action(action: object, mode: str = DEFAULT_ACTION_MODE, arms: int = 1) -> np.ndarray:
+    """Validate an action of ``mode``: finite numbers in [-1, 1], one per component (of each of ``arms`` arms).
 
     Raises:
         ValueError: wrong shape, NaN/inf, or a value outside [-1, 1] (the message shows it).
 
     """
     names = ACTION_MODES[mode] if mode in ACTION_MODES else ()
-    dim = action_dim(mode)
+    dim = action_dim(mode) * arms
+    if arms > 1:
+        names = (f"{arms} x ({', '.join(names)})",)
     try:
         a = np.asarray(action, dtype=np.float64)
     except (TypeError, ValueError):
@@ -199,9 +201,13 @@ class ControlSettings(Protocol):
 
 
 class ArmController:
-    """Commanded end-effector pose and gripper of one world's robot (see the module for the action modes)."""
+    """Commanded end-effector pose and gripper of one arm of a world's robot (see the module for the action modes).
 
-    def __init__(self, world: World, cfg: ControlSettings, twin: IKTwin | None = None) -> None:
+    ``arm`` picks the arm of a multi-arm robot (:attr:`World.arms`; see
+    :class:`scenegen.sim.multi_arm.MultiArmController`); a single-arm robot has arm 0, the robot itself.
+    """
+
+    def __init__(self, world: World, cfg: ControlSettings, twin: IKTwin | None = None, arm: int = 0) -> None:
         import pybullet as p
 
         self._p = p
@@ -210,6 +216,11 @@ class ArmController:
         self.mode = getattr(cfg, "action_mode", DEFAULT_ACTION_MODE)
         self.dim = action_dim(self.mode)
         self.twin = twin
+        if not 0 <= arm < len(world.arms):
+            raise ConfigError(f"robot {world.robot.name} has {len(world.arms)} arm(s); arm {arm} does not exist")
+        self.arm = world.arms[arm]
+        self.arm_joints, self.finger_joints = list(self.arm.arm_joints), list(self.arm.finger_joints)
+        self.ee_link = self.arm.ee_link
         c, rid = world.client, world.robot_id
         self.dofs = [j for j in range(p.getNumJoints(rid, physicsClientId=c))
                      if p.getJointInfo(rid, j, physicsClientId=c)[2] != p.JOINT_FIXED]
@@ -222,10 +233,10 @@ class ArmController:
         self.ranges = [max(u - lo, 1e-3) for lo, u in zip(self.lower, self.upper, strict=True)]
         home = dict(zip(world.arm_joints + world.finger_joints, world.robot.home, strict=True))
         self.rest = [home.get(j, 0.0) for j in self.dofs]
-        self.arm_idx = [self.dofs.index(j) for j in world.arm_joints]
-        self.arm_forces = [max(p.getJointInfo(rid, j, physicsClientId=c)[10], 10.0) for j in world.arm_joints]
-        self.finger_open = [float(self.upper[self.dofs.index(j)]) for j in world.finger_joints]
-        self.finger_closed = [float(self.lower[self.dofs.index(j)]) for j in world.finger_joints]
+        self.arm_idx = [self.dofs.index(j) for j in self.arm_joints]
+        self.arm_forces = [max(p.getJointInfo(rid, j, physicsClientId=c)[10], 10.0) for j in self.arm_joints]
+        self.finger_open = [float(self.upper[self.dofs.index(j)]) for j in self.finger_joints]
+        self.finger_closed = [float(self.lower[self.dofs.index(j)]) for j in self.finger_joints]
         ws = cfg.workspace
         th = world.scene.table_height
         self.low = np.array([ws[0], ws[1], th + ws[2]])
@@ -244,13 +255,13 @@ class ArmController:
     # ------------------------------------------------------------------ state
     def ee_pose(self) -> tuple[np.ndarray, tuple[float, float, float, float]]:
         """Actual end-effector position and orientation."""
-        st = self._p.getLinkState(self.world.robot_id, self.world.ee_link, computeForwardKinematics=True,
+        st = self._p.getLinkState(self.world.robot_id, self.ee_link, computeForwardKinematics=True,
                                   physicsClientId=self.world.client)
         return np.asarray(st[4], dtype=np.float64), tuple(st[5])
 
     def gripper_width(self) -> float:
         """Distance between the fingers (m)."""
-        states = self._p.getJointStates(self.world.robot_id, self.world.finger_joints,
+        states = self._p.getJointStates(self.world.robot_id, self.finger_joints,
                                         physicsClientId=self.world.client)
         return float(sum(s[0] for s in states))
 
@@ -298,6 +309,11 @@ class ArmController:
 
     def apply(self, action: np.ndarray) -> None:
         """Move the commanded pose by a validated action and simulate one control step."""
+        self.command(action)
+        self.world.step(self.substeps)
+
+    def command(self, action: np.ndarray) -> None:
+        """Move the commanded pose by a validated action and set the arm's motors (no physics step)."""
         p, c, rid = self._p, self.world.client, self.world.robot_id
         self.target_pos = np.clip(self.target_pos + action[:3] * self.cfg.max_delta, self.low, self.high)
         self._rotate(action)
@@ -307,16 +323,15 @@ class ArmController:
         orn = down_quat(self.target_yaw) if not np.any(self.target_swing) else matrix_to_quat(self.target_rotation)
         if self.twin is not None:
             q_now = [s[0] for s in p.getJointStates(rid, self.dofs, physicsClientId=c)]
-            q, self.ik_offset = self.twin.solve(self.dofs, q_now, self.world.ee_link, self.target_pos, orn, kw,
+            q, self.ik_offset = self.twin.solve(self.dofs, q_now, self.ee_link, self.target_pos, orn, kw,
                                                 self.ik_offset)
         else:
-            q = p.calculateInverseKinematics(rid, self.world.ee_link, self.target_pos.tolist(), orn,
+            q = p.calculateInverseKinematics(rid, self.ee_link, self.target_pos.tolist(), orn,
                                              physicsClientId=c, **kw)
         arm = [q[i] for i in self.arm_idx]
-        p.setJointMotorControlArray(rid, self.world.arm_joints, p.POSITION_CONTROL, targetPositions=arm,
+        p.setJointMotorControlArray(rid, self.arm_joints, p.POSITION_CONTROL, targetPositions=arm,
                                     forces=self.arm_forces, positionGains=[self.cfg.arm_gain] * len(arm),
                                     physicsClientId=c)
         fingers = self.finger_closed if self.closed else self.finger_open
-        p.setJointMotorControlArray(rid, self.world.finger_joints, p.POSITION_CONTROL, targetPositions=fingers,
+        p.setJointMotorControlArray(rid, self.finger_joints, p.POSITION_CONTROL, targetPositions=fingers,
                                     forces=[self.cfg.finger_force] * len(fingers), physicsClientId=c)
-        self.world.step(self.substeps)

@@ -21,10 +21,26 @@ from scenegen.errors import AssetError, ConfigError
 from scenegen.fileio import Closeable
 from scenegen.geometry import link_pose, set_link_pose
 from scenegen.scene import Pose, Scene
-from scenegen.sim.robots import RobotSpec, get_robot
+from scenegen.sim.robots import RobotSpec, arm_base, get_robot
 from scenegen.validate import finite_fields
 
 AssetLookup = dict[str, Asset] | Callable[[str], Asset]
+
+
+@dataclass(frozen=True)
+class ArmJoints:
+    """One arm of the world's robot, by joint and link index (a single-arm robot has one, the robot itself)."""
+
+    spec: RobotSpec
+    """The arm's spec (the robot's own for a single arm)."""
+    base: Pose
+    """World pose of the arm's base."""
+    arm_joints: tuple[int, ...]
+    """Its arm joints' indices, base to tip."""
+    finger_joints: tuple[int, ...]
+    """Its finger joints' indices."""
+    ee_link: int
+    """Its end-effector link's index."""
 
 
 @dataclass(frozen=True)
@@ -131,6 +147,8 @@ class World(Closeable):
         self.arm_joints: list[int] = []
         self.finger_joints: list[int] = []
         self.ee_link = -1
+        self.arms: list[ArmJoints] = []
+        """The robot's arms (one for a single-arm robot), in :attr:`RobotSpec.arm_specs` order."""
         self.time = 0.0
 
     # ------------------------------------------------------------------ building
@@ -190,13 +208,16 @@ class World(Closeable):
         self.link_index.setdefault(p.getBodyInfo(self.robot_id, physicsClientId=c)[0].decode(), -1)
         names = list(spec.arm_joints) + list(spec.finger_joints)
         absent = [n for n in names if n not in self.joint_index]
-        absent += [n for n in (spec.ee_link, spec.wrist_link) if n not in self.link_index]
+        absent += [n for a in spec.arm_specs for n in (a.ee_link, a.wrist_link) if n not in self.link_index]
         if absent:
             raise ConfigError(f"robot {spec.name}: {spec.urdf_path().name} has no joint/link {absent}; "
                               f"it has joints {sorted(self.joint_index)}")
         self.arm_joints = [self.joint_index[n] for n in spec.arm_joints]
         self.finger_joints = [self.joint_index[n] for n in spec.finger_joints]
         self.ee_link = self.link_index[spec.ee_link]
+        self.arms = [ArmJoints(a, arm_base(a, spec, base), tuple(self.joint_index[n] for n in a.arm_joints),
+                               tuple(self.joint_index[n] for n in a.finger_joints), self.link_index[a.ee_link])
+                     for a in spec.arm_specs]
         self.reset_robot()
 
     def _load_object(self, node: str, fixed: bool) -> None:

@@ -48,8 +48,11 @@ def turned_yaw(ctrl: ArmController, turn: float, yaw_limit: float) -> float:
     return min(ok, key=lambda y: abs(y - y0)) if ok else y0
 
 
-def stand_up(world: World, ctrl: ArmController, node: str, yaw_limit: float) -> tuple[float, np.ndarray, float]:
+def stand_up(world: World, ctrl: ArmController, node: str, yaw_limit: float,
+             end: np.ndarray | None = None) -> tuple[float, np.ndarray, float]:
     """How to stand a held long subject up, heavy end down: ``(gripper yaw, swing, reach below the hand)``.
+
+    ``end``: the world point that goes down (None: the heavy end of the subject's long x axis).
 
     The swing turns the hand by 90 degrees about its closing axis, so that the subject's heavy end
     points down. The subject's heading does not matter once it stands, so the gripper yaw (in 30
@@ -58,7 +61,7 @@ def stand_up(world: World, ctrl: ArmController, node: str, yaw_limit: float) -> 
     hand pointing away from the base, or back at it from far out, is out of reach.
     """
     pos, _ = ctrl.ee_pose()
-    end = heavy_end(world.assets[node], world.pose(node))
+    end = heavy_end(world.assets[node], world.pose(node)) if end is None else np.asarray(end, dtype=float)
     e = np.array([end[0] - pos[0], end[1] - pos[1], 0.0])
     if np.linalg.norm(e) < 1e-6:
         e = np.array([math.cos(ctrl.target_yaw), math.sin(ctrl.target_yaw), 0.0])

@@ -15,9 +15,19 @@ from scenegen.sim.control import ACTION_MODES
 from scenegen.sim.world import WorldConfig
 from scenegen.validate import finite, int_in, is_finite
 
-CAMERAS = ("front", "wrist")
-"""Cameras an observation may hold."""
+CAMERAS = ("front", "wrist", "wrist_left", "wrist_right")
+"""Cameras an observation may hold (``wrist_left`` and ``wrist_right``: the two arms' of ``bimanual_panda``)."""
 POINTCLOUD_BACKENDS = ("auto", "numpy", "open3d")
+GOALS_PER_BUDGET = 4
+"""An expert episode gets its step budget once per this many goals (a sort of 10 parts gets three)."""
+
+
+def episode_budget(max_steps: int, goals: int) -> int:
+    """The step budget of an episode of ``goals`` goals: ``max_steps`` per :data:`GOALS_PER_BUDGET` goals begun.
+
+    A function of the scene alone, so a scene's budget (and its expert episode) stays deterministic.
+    """
+    return int(max_steps) * max(1, math.ceil(int(goals) / GOALS_PER_BUDGET))
 
 
 def _default_world() -> WorldConfig:
@@ -34,7 +44,8 @@ class EpisodeConfig:
     scene_ids: tuple[str, ...] | None = None
     """Scenes to draw from (ids or unique prefixes); None draws from every scene of the pack."""
     image_keys: tuple[str, ...] = ("front",)
-    """Cameras rendered into the observation (``front``, ``wrist``); () renders nothing."""
+    """Cameras rendered into the observation (``front``, ``wrist``; a two-arm robot has ``wrist_left`` and
+    ``wrist_right`` instead of ``wrist``); () renders nothing."""
     image_size: int = 128
     """Side (pixels) of every camera image (square)."""
     pointcloud: bool = False
@@ -158,7 +169,7 @@ class EpisodeConfig:
 
     @property
     def action_dim(self) -> int:
-        """Components of an action in :attr:`action_mode`."""
+        """Components of one arm's action in :attr:`action_mode` (an episode's action holds one per arm)."""
         return len(ACTION_MODES[self.action_mode])
 
     @property

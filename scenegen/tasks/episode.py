@@ -4,12 +4,14 @@
 expert (and so QA's feasibility check) drives directly. Each reset draws a scene (seeded, from
 the pack or a fixed ``scene_ids`` list), restores its cached world to the settled state with the
 robot at home, optionally randomizes it through a hook, and returns the first observation.
-Actions move the end effector (see :mod:`scenegen.sim.control`); rewards and ``info`` come
+Actions move the end effector (see :mod:`scenegen.sim.control`; a multi-arm robot takes one action
+per arm side by side, see :mod:`scenegen.sim.multi_arm`); rewards and ``info`` come
 from the scene graph's goals (see :mod:`scenegen.tasks.tracker`).
 
 Observation (a dict): one ``uint8`` HxWx3 image per name in ``image_keys`` (``front``,
-``wrist``), ``proprio`` (float32: arm and finger joint positions, end-effector position and
-quaternion, gripper width), ``instruction`` (text: one of the scene's instructions, drawn per
+``wrist``; ``wrist_left``, ``wrist_right`` for a two-arm robot), ``proprio`` (float32: arm and finger
+joint positions, then per arm its end-effector position and quaternion and gripper width),
+``instruction`` (text: one of the scene's instructions, drawn per
 episode with the episode's generator, see ``EpisodeConfig.paraphrase``) and, optionally,
 ``points`` (float32 Nx3 world-frame point cloud from the front depth).
 """
@@ -26,8 +28,17 @@ from scenegen.errors import ConfigError, StateError
 from scenegen.fileio import Closeable
 from scenegen.scene import Scene
 from scenegen.sim.control import ArmController, IKTwin, check_action, twin_key
+from scenegen.sim.multi_arm import MultiArmController, make_controller
 from scenegen.sim.robots import get_robot
-from scenegen.sim.views import Renderer, View, instruction_text, nominal_view, pick_backend, point_cloud
+from scenegen.sim.views import (
+    PROPRIO_DIM_EXTRA,
+    Renderer,
+    View,
+    instruction_text,
+    nominal_view,
+    pick_backend,
+    point_cloud,
+)
 from scenegen.sim.world import World
 from scenegen.tasks.config import EpisodeConfig
 from scenegen.tasks.tracker import StepReport, TaskTracker
@@ -74,7 +85,7 @@ class _Runtime:
 
     def __init__(self, entry: CachedWorld, cfg: EpisodeConfig, twin: IKTwin | None) -> None:
         self.entry = entry
-        self.controller = ArmController(entry.world, cfg, twin)
+        self.controller = make_controller(entry.world, cfg, twin)
         self.task = TaskTracker(entry.world, cfg)
         self.renderer = Renderer(entry.world, cfg.image_size)
 
@@ -102,6 +113,8 @@ class TaskEpisode(Closeable):
         first = self.source.scene(self.scene_ids[0])
         spec = get_robot(first.robot)
         self.n_joints = len(spec.arm_joints) + len(spec.finger_joints)
+        self.n_arms = len(spec.arm_specs)
+        """Arms of the robot (the action holds one arm action per arm)."""
         self.randomize = randomize
         self.cache = WorldCache(self.source, self.cfg)
         self.np_random = np.random.default_rng()
@@ -119,8 +132,13 @@ class TaskEpisode(Closeable):
 
     @property
     def action_dim(self) -> int:
-        """Components of an action (7 for ``ee7``, 5 for ``ee5``; see :mod:`scenegen.sim.control`)."""
-        return self.cfg.action_dim
+        """Components of an action (7 for ``ee7``, 5 for ``ee5``, per arm; see :mod:`scenegen.sim.control`)."""
+        return self.cfg.action_dim * self.n_arms
+
+    @property
+    def proprio_dim(self) -> int:
+        """Size of ``proprio``: the joint positions, then 8 per arm (end-effector position, quaternion, width)."""
+        return self.n_joints + PROPRIO_DIM_EXTRA * self.n_arms
 
     # ------------------------------------------------------------------ privileged access (expert, tests)
     @property
@@ -139,8 +157,8 @@ class TaskEpisode(Closeable):
         return self._scene_id
 
     @property
-    def controller(self) -> ArmController:
-        """The current world's end-effector controller."""
+    def controller(self) -> ArmController | MultiArmController:
+        """The current world's end-effector controller (one per arm inside a :class:`MultiArmController`)."""
         return self.runtime().controller
 
     @property
@@ -240,7 +258,7 @@ class TaskEpisode(Closeable):
             StateError: no episode was started with :meth:`reset`.
 
         """
-        a = check_action(action, self.cfg.action_mode)
+        a = check_action(action, self.cfg.action_mode, self.n_arms)
         rt = self.runtime()
         rt.controller.apply(a)
         self._steps += 1
@@ -287,6 +305,9 @@ class TaskEpisode(Closeable):
         if len(q) != self.n_joints:
             raise ConfigError(f"scene {self._scene_id[:12]}: its robot has {len(q)} joints, the first scene's "
                               f"{self.n_joints}; one env needs scenes of one robot")
-        pos, orn = rt.controller.ee_pose()
-        width = rt.controller.gripper_width()
-        return np.asarray([*q, *pos, *orn, width], dtype=np.float32)
+        arms = rt.controller.arms if isinstance(rt.controller, MultiArmController) else [rt.controller]
+        ee = []
+        for arm in arms:
+            pos, orn = arm.ee_pose()
+            ee += [*pos, *orn, arm.gripper_width()]
+        return np.asarray([*q, *ee], dtype=np.float32)

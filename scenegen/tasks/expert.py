@@ -6,9 +6,10 @@ grasp from the object's shape (:func:`scenegen.tasks.plan.plan_grasp`: ``top`` f
 flat objects, ``side`` for tall ones, ``rim`` for open containers, all with the gripper
 pointing down), rises, approaches above the object, descends, closes, lifts, carries to
 the placement of the goal's relation (:func:`scenegen.tasks.plan.place_target`), lowers,
-releases and retreats; a missed or dropped grasp is retried a few times. State goals
-(``upright``, ``inverted``, ``lying``) that do not hold already are reported as
-unsupported: the 5-D action (position, yaw, gripper) cannot turn an object over.
+releases and retreats; a missed or dropped grasp is retried a few times. A state goal
+``upright`` of an inverted mug or a lying bottle is handed to the flip skill
+(:mod:`scenegen.tasks.flip`, ``ee7`` actions); other state goals that do not hold already
+are reported as unsupported.
 
 :func:`run_expert` runs it on one scene (QA's feasibility check uses it);
 :func:`rollout` runs one episode of an env and can record it (demonstrations).
@@ -27,7 +28,10 @@ from scenegen.errors import ConfigError
 from scenegen.graph import Goal
 from scenegen.relations import z_range
 from scenegen.sim.control import matrix_rotvec, rotvec_matrix, wrap
+from scenegen.tasks.bimanual import MultiArmExpert
 from scenegen.tasks.carry import anchor_xy, stand_up, tilted, turned_yaw
+from scenegen.tasks.drag import DragSkill, maybe_drag
+from scenegen.tasks.flip import FlipSkill, flip_kind
 from scenegen.tasks.plan import (
     INSERT_RESERVE,
     Grasp,
@@ -64,6 +68,8 @@ class ExpertConfig:
     """Steps without progress after which a descent counts as blocked."""
     carry_speed: float = 0.6
     """Largest action magnitude while an object is held (a gentler carry keeps loose grasps)."""
+    skip_failed: bool = True
+    """A goal failing ``attempts`` times is given up for the next one (progress counts the rest); False: stop."""
 
     def __post_init__(self) -> None:
         for name in ("pos_tol", "yaw_tol", "hover", "clearance", "carry_speed"):
@@ -109,6 +115,8 @@ class ScriptedExpert:
         self.swing: np.ndarray | None = None
         self.reserve = 0.0
         self.upright = False
+        self.flip: FlipSkill | None = None
+        self.drag: DragSkill | None = None
         self._last_width = math.inf
         self._last_z = math.inf
         self._stall = 0
@@ -164,11 +172,13 @@ class ScriptedExpert:
 
     def _retry(self, why: str) -> None:
         self.tries += 1
-        if self.tries >= self.cfg.attempts:
-            self.failure = why
-            self._set("failed")
-        else:
-            self._set("reopen")
+        if self.tries < self.cfg.attempts:
+            return self._set("reopen")
+        self.failure = self.failure or why  # the first goal given up names the episode's failure
+        if self.cfg.skip_failed and self.goal_index + 1 < len(self.goals):
+            self.goal_index, self.tries = self.goal_index + 1, 0
+            return self._set("reopen")
+        self._set("failed")
 
     def _held(self, node: str) -> bool:
         _, both = self.env.task.touching()
@@ -195,6 +205,10 @@ class ScriptedExpert:
             return self._move(ctrl.target_pos, ctrl.target_yaw, False)
         if self.phase == "plan":
             return self._plan()
+        if self.phase == "flip":
+            return self._flip_step()
+        if self.phase == "drag":  # a part against a tote's wall is slid off it first (scenegen.tasks.drag)
+            return self.drag.step()
         goal = self.goals[self.goal_index]
         node = goal.subject
         hover_z = top_of_others(w) + self.cfg.hover
@@ -323,6 +337,18 @@ class ScriptedExpert:
             return self._move(wp, ctrl.target_yaw, False, swing=self.swing)
         raise ConfigError(f"expert: unknown phase {self.phase!r}")
 
+    def _flip_step(self) -> np.ndarray | None:
+        """One step of the flip skill (:mod:`scenegen.tasks.flip`) on the current state goal."""
+        action = self.flip.act()
+        if action is not None:
+            return action
+        if self.flip.failure is None:
+            self.goal_index, self.tries = self.goal_index + 1, 0
+            self._set("home" if self.goal_index < len(self.goals) else "plan")  # untilt before the next goal
+        else:
+            self._retry(self.flip.failure)
+        return None
+
     # ------------------------------------------------------------------ placing helpers
     def _steer_from(self) -> np.ndarray:
         """The commanded position, or the actual one when the arm lags it (no wind-up against a limit)."""
@@ -336,12 +362,17 @@ class ScriptedExpert:
         while self.goal_index < len(goals) and goals[self.goal_index].is_state:
             g = goals[self.goal_index]
             if not world_goal_holds(w, g):
-                self.failure = f"unsupported: {g.subject} must become {g.predicate}, which needs a flip"
-                self._set("failed")
+                kind = flip_kind(w, g.subject, g) if self.env.cfg.action_mode == "ee7" else None  # flips tilt
+                if kind is None:
+                    self.failure = f"unsupported: {g.subject} must become {g.predicate}, which no flip of it reaches"
+                    self._set("failed")
+                    return None
+                self.flip = FlipSkill(self, g, kind)
+                self._set("flip")
                 return None
             self.goal_index += 1
         if self.goal_index >= len(goals):
-            self._set("done")
+            self._set("failed" if self.failure else "done")  # a goal given up on the way fails the episode
             return None
         g = goals[self.goal_index]
         if world_goal_holds(w, g) and not self._held(g.subject):
@@ -352,7 +383,8 @@ class ScriptedExpert:
         self.upright = modes[self.tries % len(modes)]  # a failed try takes the other way, if any
         self.reserve = INSERT_RESERVE if self.upright else 0.0
         grasp = plan_grasp(w, g.subject, w.robot.max_opening, self.env.controller.home_yaw, self.reserve)
-        reach = float(np.hypot(grasp.point[0], grasp.point[1]))
+        base = w.scene.robot_base.position  # the arm's base (the robot's for a single arm)
+        reach = float(np.hypot(grasp.point[0] - base[0], grasp.point[1] - base[1]))
         if not GRASP_REACH[0] * w.robot.reach_min <= reach <= GRASP_REACH[1] * w.robot.reach_max:
             self.failure = f"{g.subject} is out of reach ({reach:.2f} m from the base)"
             self._set("failed")
@@ -361,12 +393,29 @@ class ScriptedExpert:
             self.failure = f"{g.subject} is {grasp.width * 100:.1f} cm wide: too wide for the gripper"
             self._set("failed")
             return None
+        if (drag := maybe_drag(self, g.subject, grasp)) is not None:
+            self.drag = drag
+            self._set("drag")
+            return None
         self.grasp = grasp
         self._set("rise")
         return None
 
 
-def rollout(env: Any, expert: ScriptedExpert | None = None, seed: int | None = None,
+def make_expert(env: Any, config: ExpertConfig | None = None) -> ScriptedExpert | MultiArmExpert:
+    """The scripted expert of an env's robot.
+
+    A :class:`ScriptedExpert`, or for a multi-arm robot a :class:`~scenegen.tasks.bimanual.MultiArmExpert`
+    driving one per arm.
+    """
+    base = env.unwrapped if hasattr(env, "unwrapped") else env
+    arms = getattr(base, "n_arms", None) or getattr(getattr(base, "episode", None), "n_arms", 1)
+    if arms > 1:
+        return MultiArmExpert(base, config or ExpertConfig(), ScriptedExpert)
+    return ScriptedExpert(env, config)
+
+
+def rollout(env: Any, expert: ScriptedExpert | MultiArmExpert | None = None, seed: int | None = None,
             options: dict | None = None, record: bool = False,
             on_step: Callable[[dict, np.ndarray, float, dict], None] | None = None) -> tuple[ExpertResult, dict]:
     """Run one expert episode.
@@ -384,7 +433,7 @@ def rollout(env: Any, expert: ScriptedExpert | None = None, seed: int | None = N
         "scene_id", "instruction"}`` where ``obs[i]`` is the observation ``actions[i]`` was taken in.
 
     """
-    expert = expert or ScriptedExpert(env)
+    expert = expert or make_expert(env)
     obs, info = env.reset(seed=seed, options=options)
     expert.reset()
     rec: dict = {"obs": [], "actions": [], "rewards": [], "scene_id": info.get("scene_id"),
@@ -419,13 +468,14 @@ def run_expert(scene: Any, world_or_asset_lookup: Any, max_steps: int = 300, see
         scene: a :class:`~scenegen.scene.Scene` (its settled poses are used when present).
         world_or_asset_lookup: a built :class:`~scenegen.sim.world.World` of the scene (its assets are
             reused; the world itself is left untouched) or an asset lookup (dict or callable).
-        max_steps: step budget.
+        max_steps: step budget per :data:`~scenegen.tasks.config.GOALS_PER_BUDGET` goals (see
+            :func:`~scenegen.tasks.config.episode_budget`).
         seed: reset seed.
         config: expert settings.
         **env_options: :class:`~scenegen.tasks.config.EpisodeConfig` fields.
 
     """
-    from scenegen.tasks.config import EpisodeConfig
+    from scenegen.tasks.config import EpisodeConfig, episode_budget
     from scenegen.tasks.episode import TaskEpisode
     from scenegen.tasks.worlds import SceneSet
 
@@ -434,14 +484,15 @@ def run_expert(scene: Any, world_or_asset_lookup: Any, max_steps: int = 300, see
         lookup = {a.id: a for a in lookup.assets.values()}
     if not (isinstance(lookup, Mapping) or callable(lookup)):
         raise ConfigError(f"run_expert needs a World or an asset lookup, got {type(lookup).__name__}")
-    opts = {"image_keys": (), "max_episode_steps": int(max_steps), "max_cached_worlds": 1, **env_options}
+    budget = episode_budget(max_steps, len(scene.graph.goals))
+    opts = {"image_keys": (), "max_episode_steps": budget, "max_cached_worlds": 1, **env_options}
     names = {f.name for f in fields(EpisodeConfig)}
     unknown = sorted(set(opts) - names)
     if unknown:
         raise ConfigError(f"unknown episode option(s) {unknown}; valid options: {', '.join(sorted(names))}")
     env = TaskEpisode(SceneSet([scene], lookup), EpisodeConfig(**opts))
     try:
-        result, _ = rollout(env, ScriptedExpert(env, config), seed=seed)
+        result, _ = rollout(env, make_expert(env, config), seed=seed)
     finally:
         env.close()
     return result

@@ -22,6 +22,7 @@ from scenegen.rotations import quat_matrix
 from scenegen.scene import Pose
 from scenegen.sim.control import wrap
 from scenegen.sim.world import World
+from scenegen.tasks.bins import flat_axes, holder, raised, slot_drop, surface_under, wall_gap
 from scenegen.tasks.grasps import grasp_mesh, is_long, rim_grasp, section_grasp
 from scenegen.tasks.tracker import node_body
 
@@ -72,7 +73,7 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
     pose = world.pose(node)
     rot = quat_matrix(pose.orientation)
     ext = np.asarray(asset.extents, dtype=float)
-    table = world.scene.table_height
+    table = surface_under(world, pose, ext)
     measured = None
     if is_long(asset, pose):
         measured = section_grasp(asset, pose, table, max_opening, reserve), "top"
@@ -81,8 +82,9 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
         measured = rim_grasp(asset, pose, base), "rim"
     if measured is not None and measured[0] is not None:
         (point, axis, width), mode = measured
+        point = np.asarray(point, dtype=float)
         natural = wrap(home_yaw + math.atan2(point[1], point[0]))
-        return Grasp(np.asarray(point, dtype=float), _yaw_for_axis(axis, natural, home_yaw), float(width), mode)
+        return Grasp(point, _yaw_for_axis(axis, natural, home_yaw), float(width), mode)
     hint = dict(asset.grasp or {})
     mode = str(hint.get("mode", "top"))
     height = float(hint.get("height", ext[2] / 2))
@@ -108,6 +110,8 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
     else:
         z = max(point[2], top - FINGER_DEPTH)
     point[2] = max(z, table + 0.008)
+    if mode == "top":  # in a tote: as high on the subject as the pads still pinch, the hand above the rim
+        point[2] = raised(world, node, point, top - 0.002)
     natural = wrap(home_yaw + math.atan2(point[1], point[0]))  # the yaw the base joint alone would give
     yaw = _yaw_for_axis(axis, natural, home_yaw)
     if mode != "rim" and abs(ext[0] - ext[1]) < 0.15 * max(ext[0], ext[1]):  # round: any yaw grips it
@@ -117,18 +121,36 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
 
 def _clearest_yaw(world: World, node: str, point: np.ndarray, opening: float, natural: float,
                   default: float, home: float) -> float:
-    """Yaw (within +-60 degrees of ``natural``) whose open fingertips keep farthest from the other objects."""
-    others = [footprint(world.pose(n), tuple(world.assets[n].extents)) for n in world.objects() if n != node]
-    if not others:
+    """Yaw (within +-60 degrees of ``natural``) whose open fingertips keep farthest from the other objects.
+
+    Inside an open container (a tote) its walls count too: the fingertips, and the hand when it dips below
+    the rim, must keep inside the cavity's opening, so any yaw is tried.
+    """
+    held_in = holder(world, node, point)
+    walls = None if held_in is None else held_in[0]
+    others = [footprint(world.pose(n), tuple(world.assets[n].extents)) for n in world.objects() if n != node
+              and (walls is None or not footprint(world.pose(n), tuple(world.assets[n].extents)).contains(walls))]
+    span = math.pi / 2 if walls is not None else math.pi / 3
+    flats = flat_axes(world.assets[node], world.pose(node))
+    if flats:  # a flat-sided part (a hex nut) is pinched across two flats, never on its corners
+        options = [wrap(a + math.pi / 2 + k * math.pi) for a in flats for k in (0, 1)]
+        options = [y for y in options if abs(wrap(y - home)) <= YAW_RANGE] or options
+        default = min(options, key=lambda y: abs(wrap(y - default)))
+        yaws = sorted(options, key=lambda y: abs(wrap(y - default)))
+    else:
+        yaws = sorted([default, *np.linspace(natural - span, natural + span, 13 if walls is not None else 9)],
+                      key=lambda y: abs(wrap(y - default)))
+    if not others and walls is None:
         return default
     best, best_gap = default, -math.inf
-    for yaw in sorted([default, *np.linspace(natural - math.pi / 3, natural + math.pi / 3, 9)],
-                      key=lambda y: abs(wrap(y - default))):
+    for yaw in yaws:
         if abs(wrap(yaw - home)) > YAW_RANGE:
             continue
         axis = np.array([math.sin(yaw), -math.cos(yaw)])
         tips = [Point(*(point[:2] + s * (opening / 2 + 0.01) * axis)) for s in (-1.0, 1.0)]
-        gap = min(o.distance(t) for o in others for t in tips)
+        gap = min((o.distance(t) for o in others for t in tips), default=math.inf)
+        if held_in is not None:
+            gap = min(gap, wall_gap(held_in, point, axis, opening))
         if gap > best_gap + 0.005:
             best, best_gap = float(wrap(yaw)), gap
     return best
@@ -171,6 +193,7 @@ class _Free:
     def __init__(self, world: World, node: str, reach: tuple[float, float], margin: float = 0.015) -> None:
         self.ext = tuple(world.assets[node].extents)
         self.reach, self.margin = reach, margin
+        self.base = world.scene.robot_base.position  # the reach band's centre: the (arm's) base
         self.others = [footprint(world.pose(n), tuple(world.assets[n].extents)) for n in world.objects() if n != node]
         sup = world.scene.graph.support_id
         self.table = None if sup is None else \
@@ -180,7 +203,7 @@ class _Free:
         """True when the object at ``pose`` lies on the table, in reach, and clear of every other object."""
         fp = footprint(pose, self.ext)
         c = fp.centroid
-        if not self.reach[0] <= math.hypot(c.x, c.y) <= self.reach[1]:
+        if not self.reach[0] <= math.hypot(c.x - self.base[0], c.y - self.base[1]) <= self.reach[1]:
             return False
         if self.table is not None and (self.table.is_empty or not self.table.contains(fp)):
             return False
@@ -340,6 +363,10 @@ def place_target(world: World, goal: Goal, reach: tuple[float, float],
     sp, op = world.pose(s), world.pose(o)
     s_ext, o_ext = tuple(sa.extents), tuple(oa.extents)
     table = world.scene.table_height
+    if goal.predicate == "in" and (goal.slot is not None or node_body(oa, op).slots):
+        xy, release_z, tip_z, region = slot_drop(world, goal)
+        centre = np.asarray(region.centroid.coords[0], dtype=float)
+        return Placement(xy, release_z, tip_z, _fit_turn(world, s, region, centre) or 0.0)
     if goal.predicate == "in":
         geom = asset_geometry(oa)
         rot = quat_matrix(op.orientation)

@@ -91,6 +91,12 @@ def _reach(scene: Scene, assets: dict[str, Any], targets: list[str]) -> str:
         # the expert grasps at the hint, or a long object near its centre of mass: both must miss
         points = [np.array([float(hint.get("x", 0.0)), float(hint.get("y", 0.0)), 0.0]),
                   np.asarray(assets[t].com, dtype=float)]
+        if spec.arms:  # several arms: any arm may take it
+            from scenegen.sim.robots import reaching_arms
+
+            if not any(reaching_arms(spec, scene.robot_base, (pos + rot @ q)[:2], GRASP_REACH) for q in points):
+                return f"out of reach: {t}'s grasp point is out of every arm's reach"
+            continue
         dist = [float(np.linalg.norm((pos + rot @ q)[:2] - base)) for q in points]
         if not any(lo <= d <= hi for d in dist):
             return f"out of reach: {t}'s grasp point is {dist[0]:.2f} m from the robot base ({lo:.2f}..{hi:.2f})"

@@ -30,10 +30,25 @@ CONTACT_DISTANCE = 0.003
 """Contact points farther apart than this (m) do not count as touching (Bullet keeps points up to ~2 cm)."""
 
 
-def node_body(asset: Asset, pose: Pose) -> Body:
-    """The :class:`~scenegen.relations.Body` of an asset at a pose: extents, hull, centre of mass, cavity."""
+def node_body(asset: Asset, pose: Pose, slot: str | None = None) -> Body:
+    """The :class:`~scenegen.relations.Body` of an asset at a pose: extents, hull, centre of mass, cavity.
+
+    A receptacle with compartments (``params["slots"]``: name -> ``[xmin, ymin, xmax, ymax]`` in the asset
+    frame) gets them as its ``slots``; ``slot`` names the one its cavity is restricted to.
+    """
     geom = asset_geometry(asset)
-    return Body(pose, tuple(asset.extents), tuple(asset.com), geom.hull, geom.inner if geom.has_cavity else None)
+    slots = asset_slots(asset)
+    cavity = None if slots or not geom.has_cavity else geom.inner
+    return Body(pose, tuple(asset.extents), tuple(asset.com), geom.hull, cavity, slots or None).slot(slot)
+
+
+def asset_slots(asset: Asset) -> dict[str, np.ndarray]:
+    """An asset's compartments: name -> footprint rectangle (4 x 2, asset frame); empty when it has none."""
+    out = {}
+    for name, box in sorted(dict(asset.params.get("slots") or {}).items()):
+        x0, y0, x1, y1 = (float(v) for v in box)
+        out[str(name)] = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]])
+    return out
 
 
 def contact_graph(world: World) -> dict[str, set[str]]:
@@ -61,13 +76,16 @@ def contact_of(graph: dict[str, set[str]], subject: str, obj: str, table: str | 
 
 
 def relation_in_world(world: World, subject: str, kind: str, obj: str, cfg: RelationConfig | None = None,
-                      graph: dict[str, set[str]] | None = None) -> tuple[bool, str]:
-    """``subject kind obj`` in the world's current state: bodies, contacts and speed (no release condition)."""
+                      graph: dict[str, set[str]] | None = None, slot: str | None = None) -> tuple[bool, str]:
+    """``subject kind obj`` in the world's current state: bodies, contacts and speed (no release condition).
+
+    ``slot`` restricts an ``in`` to that compartment of ``obj``.
+    """
     graph = contact_graph(world) if graph is None else graph
     lin, _ = world.velocity(subject)
     contact = contact_of(graph, subject, obj, world.scene.graph.support_id, float(np.linalg.norm(lin)))
     return judge_relation(kind, node_body(world.assets[subject], world.pose(subject)),
-                          node_body(world.assets[obj], world.pose(obj)), cfg, contact)
+                          node_body(world.assets[obj], world.pose(obj), slot), cfg, contact)
 
 
 def goal_check(goal: Goal, bodies: dict[str, Body], contact: Contact | None = None,
@@ -79,7 +97,7 @@ def goal_check(goal: Goal, bodies: dict[str, Body], contact: Contact | None = No
     if goal.is_state:
         ok = state_holds(goal.predicate, bodies[goal.subject].pose, cfg)
         return ok, "" if ok else f"{goal.subject} is not {goal.predicate}"
-    s, o = bodies[goal.subject], bodies[goal.object]
+    s, o = bodies[goal.subject], bodies[goal.object].slot(goal.slot)
     if goal.predicate in ("in", "on") and _far_apart(s, o):
         return False, "the subject is far from the object"
     return judge_relation(goal.predicate, s, o, cfg, contact)
@@ -107,12 +125,35 @@ def world_goal_check(world: World, goal: Goal, cfg: RelationConfig | None = None
     if goal.is_state:
         body = Body(world.pose(goal.subject), tuple(world.assets[goal.subject].extents))
         return goal_check(goal, {goal.subject: body}, None, cfg)
-    return relation_in_world(world, goal.subject, goal.predicate, goal.object, cfg)
+    return relation_in_world(world, goal.subject, goal.predicate, goal.object, cfg, slot=goal.slot)
 
 
 def world_goal_holds(world: World, goal: Goal, cfg: RelationConfig | None = None) -> bool:
     """True when ``goal`` holds in the world's current state (see :func:`world_goal_check`)."""
     return world_goal_check(world, goal, cfg)[0]
+
+
+def flip_watch(world: World, goals: list[Goal], poses: dict[str, Pose]) -> list[str] | None:
+    """For a flip task (every goal is ``upright``): the other objects of the goals' categories upright now.
+
+    They must stay upright (a knocked-over one counts against :func:`flip_progress`). None for any
+    other task.
+    """
+    if not goals or any(g.predicate != "upright" for g in goals):
+        return None
+    graph = world.scene.graph
+    cats = {graph.object(g.subject).category for g in goals}
+    subjects = {g.subject for g in goals}
+    return sorted(n for n in world.objects() if n not in subjects and n in poses
+                  and graph.object(n).category in cats and state_holds("upright", poses[n]))
+
+
+def flip_progress(goals_now: list[bool], stay_upright: list[str], poses: dict[str, Pose]) -> float:
+    """Mug progress: (turned upright - upright ones knocked over) / not upright at the start, floored at 0."""
+    if not goals_now:
+        return 0.0
+    knocked = sum(not state_holds("upright", poses[n]) for n in stay_upright)
+    return max(0.0, (sum(goals_now) - knocked) / len(goals_now))
 
 
 @dataclass
@@ -145,8 +186,12 @@ class TaskTracker:
         self.relations = RelationConfig(rest_speed=cfg.rest_speed)
         names = {n for g in self.goals for n in (g.subject, g.object) if n is not None}
         self._bodies = {n: node_body(world.assets[n], world.pose(n)) for n in sorted(names)}
+        for g in self.goals:  # a goal naming a compartment its receptacle lacks fails here, not mid-episode
+            if g.slot is not None:
+                self._bodies[g.object].slot(g.slot)
         self.objects = world.objects()
         self.finger_links = list(world.finger_joints)
+        self.arm_fingers = [list(a.finger_joints) for a in world.arms] or [self.finger_links]
         self.table_z = world.scene.table_height
         self._frames = {}
         for n, body in sorted(world.body_of.items()):
@@ -172,20 +217,25 @@ class TaskTracker:
         self.held: set[str] = set()
         self.lifted: set[str] = set()
         self.closing_steps = 0
-        self.start_z = {n: pose.position[2] for n, pose in self.poses().items()}
+        start = self.poses()
+        self.start_z = {n: pose.position[2] for n, pose in start.items()}
+        self.stay_upright = flip_watch(self.world, self.goals, start)
         self.last = self.evaluate(grip_closed=False, width=1.0, count=False)
 
     # ------------------------------------------------------------------ queries
     def touching(self) -> tuple[set[str], set[str]]:
-        """Objects touched by any finger, and objects touched by both fingers (held)."""
+        """Objects touched by any finger, and objects touched by both fingers of one arm (held)."""
         p, w = self._p, self.world
-        sets = []
-        for link in self.finger_links:
-            pts = p.getContactPoints(bodyA=w.robot_id, linkIndexA=link, physicsClientId=w.client)
-            sets.append({w.node_of[c[2]] for c in pts if c[2] in w.node_of})
         support = w.scene.graph.support_id
-        anyf = set().union(*sets) - {support}
-        both = set.intersection(*sets) - {support} if sets else set()
+        anyf: set[str] = set()
+        both: set[str] = set()
+        for links in self.arm_fingers:
+            sets = []
+            for link in links:
+                pts = p.getContactPoints(bodyA=w.robot_id, linkIndexA=link, physicsClientId=w.client)
+                sets.append({w.node_of[c[2]] for c in pts if c[2] in w.node_of})
+            anyf |= set().union(*sets) - {support}
+            both |= set.intersection(*sets) - {support} if sets else set()
         return anyf, both
 
     def evaluate(self, grip_closed: bool, width: float, count: bool = True) -> StepReport:
@@ -221,6 +271,9 @@ class TaskTracker:
             self._update_grasp_flags(poses, held, grip_closed, width)
         success = bool(goals_now) and all(goals_now)
         progress = float(np.mean(goals_now)) if goals_now else 0.0
+        if self.stay_upright is not None:  # a flip task: the blog's mug progress, knocked-over mugs count against it
+            progress = flip_progress(goals_now, self.stay_upright, poses)
+            success = progress >= 1.0
         lost = any(g.subject in self.knocked for g in self.goals)
         return StepReport(reward, goals_now, success, progress, newly_off, lost)
 

@@ -23,3 +23,15 @@ def pack(tmp_path_factory, prompt: str = BANANA, n: int = 3, seed: int = 5) -> P
     out.parent.mkdir(parents=True, exist_ok=True)
     return generate(prompt, n, out, seed=seed, config=CONFIG, cache_dir=cache_dir(tmp_path_factory),
                     progress=False)
+
+
+def bimanual_pack(tmp_path_factory, prompt: str = BANANA, n: int = 3, seed: int = 5) -> Pack:
+    """The pack of ``n`` scenes for ``prompt`` with the two-arm ``bimanual_panda`` (generated on first use)."""
+    from dataclasses import replace
+
+    from scenegen.layout.compose import SceneConfig
+
+    out = Path(tmp_path_factory.getbasetemp()) / "rl_packs" / f"bimanual_{prompt.replace(' ', '_')}_{n}_{seed}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    config = replace(CONFIG, scene=SceneConfig(robot="bimanual_panda"))
+    return generate(prompt, n, out, seed=seed, config=config, cache_dir=cache_dir(tmp_path_factory), progress=False)

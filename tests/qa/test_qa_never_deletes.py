@@ -10,7 +10,7 @@ from qa.config import QAConfig
 from qa.recheck import INTEGRITY, recheck_pack
 from scenegen.cli import main
 from scenegen.pack.reader import load_pack
-from tests.scenegen.pack.test_pack import _edit_manifest, make_asset, make_scene, write_pack
+from tests.scenegen.pack.test_pack import edit_manifest, make_asset, make_scene, write_pack
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ def test_qa_reports_a_moved_object_and_deletes_nothing(pack, capsys):
     (pack.root / "scenes" / "my_folder").mkdir()
     (pack.root / "scenes" / "my_folder" / "notes.txt").write_text("mine")
     (pack.root / "assets" / "my_assets").mkdir()
-    _edit_manifest(pack.root, lambda m: m.update(finalized=False))  # an interrupted pack
+    edit_manifest(pack.root, lambda m: m.update(finalized=False))  # an interrupted pack
     before = _files(pack.root)
 
     with pytest.raises(SystemExit) as code:

@@ -103,6 +103,23 @@ def test_dataset_of_another_robot_and_checkpoint_of_another_action_space(demos4,
     assert "\n" not in str(e.value)
 
 
+def test_a_run_continued_from_an_init_keeps_its_policy_and_refuses_other_settings(demos4, tmp_path):
+    small = FlowVLAConfig(d_model=16, heads=2, obs_layers=0, expert_layers=1, chunk_size=2, n_action_steps=1,
+                          vision=VisionConfig(channels=(8,), grid=1))
+    cfg = BCConfig(steps=1, batch_size=2, warmup_steps=0, device="cpu")
+    train_bc(demos4, tmp_path / "a", small, cfg, progress=False)
+    with pytest.raises(ConfigError, match="drop the policy options"):
+        train_bc(demos4, tmp_path / "b", small, cfg, init=tmp_path / "a", progress=False)
+    train_bc(demos4, tmp_path / "b", None, cfg, init=tmp_path / "a", progress=False)
+    assert load_policy(tmp_path / "b").config == load_policy(tmp_path / "a").config
+    meta = json.loads((tmp_path / "b" / "run.json").read_text())
+    assert meta["init"]["step"] == 1 and meta["init"]["path"] == str((tmp_path / "a").resolve())
+    assert load_policy(tmp_path / "b").provenance["init"]["step"] == 1
+    with pytest.raises(ConfigError, match="another checkpoint"):
+        train_bc(demos4, tmp_path / "b", None, BCConfig(steps=2, batch_size=2, warmup_steps=0, device="cpu"),
+                 resume=True, progress=False)
+
+
 @pytest.mark.slow
 def test_cli_train_then_eval(demos4, pack, tmp_path, capsys):
     run = tmp_path / "run"

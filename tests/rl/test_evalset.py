@@ -37,11 +37,20 @@ def test_parse_tiers():
             parse_tiers(bad)
 
 
-def test_tier_prompts_add_clutter_and_density():
+def test_tier_prompts_add_clutter_and_density_without_rewording_the_prompt():
+    from rl.evalset_tiers import tier_pipeline
+    from scenegen.design.family_draw import design_run
+    from scenegen.pipeline import PipelineConfig
+
     p1, k1 = tier_prompt("put the banana in the bowl", 1)
     p5, k5 = tier_prompt("put the banana in the bowl", 5)
-    assert p1.endswith("with 0 distractors") and p5.endswith(f"with {DEFAULT_TIERS[5].distractors} distractors")
-    assert k5["margin"] < k1["margin"] and k5["distractors"] > k1["distractors"]
+    assert p1 == p5 == "put the banana in the bowl"
+    assert k5["margin"] < k1["margin"] and k5["distractors"] == DEFAULT_TIERS[5].distractors > k1["distractors"]
+    cfg = tier_pipeline(PipelineConfig(), k5)
+    assert cfg.scene.layout.distractors == k5["distractors"] and cfg.scene.layout.margin == k5["margin"]
+    graphs, _ = design_run(p5, 3, 0, cfg)  # the pipeline's design step: K distractors, the instruction as written
+    assert all(len(g.objects("distractor")) == k5["distractors"] for g in graphs)
+    assert all(g.instruction == p5 and "distractor" not in " ".join(g.instructions) for g in graphs)
     with pytest.raises(ConfigError, match="already sets its distractors"):
         tier_prompt("put the banana in the bowl with 3 distractors", 2)
     with pytest.raises(ConfigError, match="no recipe"):

@@ -219,3 +219,20 @@ def test_missing_pretrained_weights_say_how_to_supply_them(tmp_path):
     cfg = tiny(text=TextConfig(encoder="hf", pretrained=str(tmp_path / "empty")))
     with pytest.raises(ConfigError, match="no config.json"):
         FlowVLA(cfg, stats())
+
+
+def test_backbone_weights_load_from_a_local_file(tmp_path):
+    from safetensors.torch import save_file
+
+    from rl.policies.vision import load_weights
+
+    src, dst = torch.nn.Conv2d(3, 4, 3), torch.nn.Conv2d(3, 4, 3)
+    save_file({**src.state_dict(), "head.weight": torch.zeros(2, 2)}, str(tmp_path / "model.safetensors"))
+    load_weights(dst, tmp_path / "model.safetensors")  # the classifier head in the file is dropped
+    assert all(torch.equal(a, b) for a, b in zip(src.state_dict().values(), dst.state_dict().values(), strict=True))
+    torch.save({"weight": src.weight.detach()}, tmp_path / "partial.bin")
+    with pytest.raises(ValueError, match="1 weights missing"):
+        load_weights(dst, tmp_path / "partial.bin")
+    torch.save({"weight": torch.zeros(4, 3, 5, 5), "bias": src.bias.detach()}, tmp_path / "shape.bin")
+    with pytest.raises(ValueError, match="1 of another shape"):
+        load_weights(dst, tmp_path / "shape.bin")

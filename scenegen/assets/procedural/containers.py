@@ -2,6 +2,11 @@
 
 Each is a tapered rounded-rectangle shell (outer loft minus inner loft, manifold3d),
 with a rim lip, handle slots, wall slots or internal dividers depending on the kind.
+
+A sorter is a grid of compartments (2 rows of 2 or 3, at least
+:data:`~scenegen.graph_schema.COMPARTMENTS` of them, each at least :data:`SLOT_MIN` across) with inner
+walls; its ``params["slots"]`` names them (:data:`~scenegen.graph_schema.SLOT_NAMES`, column by column
+from -x, -y first) with each one's footprint ``[xmin, ymin, xmax, ymax]`` in the asset frame.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from scenegen.assets.procedural._geom import (
 from scenegen.assets.procedural._parts import Part, concavity, runs, subtract_box, wall_parts
 from scenegen.assets.procedural.registry import ProceduralMesh, register
 from scenegen.catalog import Category
+from scenegen.graph_schema import SLOT_NAMES
 
 # kind: (wall, floor, taper range, corner fraction of y, lip)
 _STYLE = {
@@ -38,6 +44,8 @@ _STYLE = {
     "basket": (0.005, 0.005, (0.8, 0.9), (0.15, 0.25), True),
     "sorter": (0.004, 0.004, (0.97, 1.0), (0.03, 0.06), False),
 }
+SLOT_MIN = (0.09, 0.075)
+"""Least compartment size (x, y; m) of a sorter: a bolt lies in it along x, a bearing ring fits either way."""
 
 
 def _loft(x0: float, y0: float, z0: float, x1: float, y1: float, z1: float, corner: float,
@@ -120,8 +128,11 @@ def build_container(cat: Category, rng: np.random.Generator, attributes: dict,
     taper = float(rng.uniform(*taper_r))
     corner = float(rng.uniform(*corner_r) * ext[1])
     nx = int(rng.integers(2, 4)) if kind == "sorter" else 1
-    ny = int(rng.integers(1, 3)) if kind == "sorter" else 1
+    ny = 2 if kind == "sorter" else 1
     X, Y, H = (float(v) for v in ext)
+    if kind == "sorter":  # as many columns as keep every compartment SLOT_MIN wide (2 rows of at least 2)
+        nx = max(2, min(nx, int((X * taper - wall) // (SLOT_MIN[0] + wall))))
+        ext[1] = Y = max(Y, (ny * (SLOT_MIN[1] + wall) + wall) / taper)
     lip_out = 0.006 if lip else 0.0
     bx, by = X - 2 * lip_out, Y - 2 * lip_out           # body size inside the lip
     params = {"x": X, "y": Y, "z": H, "wall": wall, "taper": taper, "corner": corner}
@@ -146,6 +157,7 @@ def build_container(cat: Category, rng: np.random.Generator, attributes: dict,
                     centres.append((cx, cy))
             mesh = difference(outer, *pockets)
             cav = (-bx * taper / 2 + wall + cw / 2, -by * taper / 2 + wall + ch / 2)
+            pocket_boxes = [(cx - cw / 2, cy - ch / 2, cx + cw / 2, cy + ch / 2) for cx, cy in centres]
 
             def parts(tol: float) -> list[Part]:
                 out = [np.asarray(outer.vertices, dtype=float)]
@@ -192,6 +204,9 @@ def build_container(cat: Category, rng: np.random.Generator, attributes: dict,
         p = dict(params, floor=float(place([0, 0, floor])[2]),
                  cavity_point=place([cav[0], cav[1], floor + 0.004]),
                  wall_point=place([cav[0], cav[1], floor / 2]))
+        if kind == "sorter":
+            p["slots"] = {name: [round(float(v), 6) for v in (*place([x0, y0, 0])[:2], *place([x1, y1, 0])[:2])]
+                          for name, (x0, y0, x1, y1) in zip(SLOT_NAMES, pocket_boxes, strict=False)}
         grasp = {"mode": "rim", "width": float(wall * 1.5), "height": H, "x": float(X / 2 - wall)}
         return ProceduralMesh(mesh, p, closed=True, cavity=True, primitive=None, grasp=grasp,
                               parts=lambda tol: place.parts(parts(tol)))

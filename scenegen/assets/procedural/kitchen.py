@@ -33,7 +33,7 @@ from scenegen.assets.procedural._geom import (
 from scenegen.assets.procedural._parts import ring_parts
 from scenegen.assets.procedural._solids import round_size, solid, vessel
 from scenegen.assets.procedural.registry import ProceduralMesh, register
-from scenegen.assets.procedural.revolved import _dish_outer, _handle, _Shell, _shell_result, _tumbler_outer
+from scenegen.assets.procedural.revolved import Shell, dish_outer, shell_result, swept_handle, tumbler_outer
 from scenegen.catalog import Category
 
 _SECTIONS = 48
@@ -50,12 +50,12 @@ def build_glass(cat: Category, rng: np.random.Generator, attributes: dict, max_f
     params = {"diameter": d, "height": h, "taper": taper, "wall": wall, "base": floor}
 
     def make(detail: float) -> ProceduralMesh:
-        outer = _tumbler_outer(R * taper, R, h, min(0.004, 0.2 * R), res(5, detail, lo=3, multiple=1))
+        outer = tumbler_outer(R * taper, R, h, min(0.004, 0.2 * R), res(5, detail, lo=3, multiple=1))
         at = 0.45                                        # grasp height / height
         width = d * (taper + (1 - taper) * at)
         grasp = {"mode": "side", "width": float(width), "height": float(at * h), "x": 0.0}
-        return _shell_result(_Shell(outer, wall, floor, detail), np.array([d, d, h]), params, wall,
-                             lambda place: grasp)
+        return shell_result(Shell(outer, wall, floor, detail), np.array([d, d, h]), params, wall,
+                            lambda place: grasp)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -96,7 +96,7 @@ def _loop_handle(r_wall: float, outer_x: float, half: float, z: float, tube: flo
     phi = np.linspace(0, np.pi, res(12, detail, lo=6, multiple=2))
     path = np.column_stack([side * (x0 + reach * np.sin(phi)), half * np.cos(phi), np.full_like(phi, z)])
     sec = rounded_rect2d(1.6 * tube, tube, 0.45 * tube, res(4, detail, lo=2, multiple=1))
-    return _handle(path, sec)
+    return swept_handle(path, sec)
 
 
 @register("kitchen", "pot")
@@ -111,12 +111,12 @@ def build_pot(cat: Category, rng: np.random.Generator, attributes: dict, max_fac
     params = {"diameter": d, "height": h, "handle_reach": reach, "taper": taper, "wall": wall}
 
     def make(detail: float) -> ProceduralMesh:
-        outer = _tumbler_outer(R * taper, R, h, min(0.012, 0.15 * h), res(5, detail, lo=3, multiple=1))
+        outer = tumbler_outer(R * taper, R, h, min(0.012, 0.15 * h), res(5, detail, lo=3, multiple=1))
         tube = 0.008
         handles = [_loop_handle(R - 0.6 * wall, total / 2, 0.3 * R, h - 0.022, tube, s, detail) for s in (-1, 1)]
         grasp = {"mode": "rim", "width": float(wall * 1.5), "height": float(h), "x": float(R - wall / 2)}
-        return _shell_result(_Shell(outer, wall, floor, detail, handles), np.array([total, d, h]), params, wall,
-                             lambda place: grasp)
+        return shell_result(Shell(outer, wall, floor, detail, handles), np.array([total, d, h]), params, wall,
+                            lambda place: grasp)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -189,12 +189,12 @@ def build_colander(cat: Category, rng: np.random.Generator, attributes: dict,
 
     def make(detail: float) -> ProceduralMesh:
         hb = h - foot_h
-        outer = _dish_outer(R, hb, foot * R, res(16, detail, lo=6, multiple=1))
+        outer = dish_outer(R, hb, foot * R, res(16, detail, lo=6, multiple=1))
         n = res(_SECTIONS, detail)
         r0, r1 = 0.8 * foot * R, 0.95 * foot * R
         foot_rz = np.array([(r0, -foot_h), (r1, -foot_h), (r1, floor / 2), (r0, floor / 2)])
         ring = (lathe(foot_rz, n, ring=True), lambda tol: ring_parts([foot_rz], n, tol))
-        shell = _Shell(outer, wall, floor, detail, [ring])
+        shell = Shell(outer, wall, floor, detail, [ring])
         o, inner, rim = shell.curves
         bowl = difference(lathe(np.vstack([o, rim, inner[::-1]]), n), *_holes(R, foot, hb, wall, detail))
         mesh, place = finalize(union(bowl, ring[0]), np.array([d, d, h]))

@@ -7,6 +7,8 @@ a cavity. Mug and pan handles are swept tubes unioned into the body.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
@@ -38,19 +40,19 @@ def _fillet(cx: float, cz: float, c: float, n: int) -> list[tuple[float, float]]
     return [(cx + c * np.sin(a), cz - c * np.cos(a)) for a in np.linspace(0, np.pi / 2, n)]
 
 
-def _dish_outer(R: float, h: float, rf: float, n: int) -> np.ndarray:
+def dish_outer(R: float, h: float, rf: float, n: int) -> np.ndarray:
     """Flat foot of radius ``rf`` curving up to a vertical rim of radius ``R`` at height ``h``."""
     th = np.linspace(0, np.pi / 2, n)
     curve = np.column_stack([rf + (R - rf) * np.sin(th), h * (1 - np.cos(th))])
     return np.vstack([[0.0, 0.0], curve])
 
 
-def _tumbler_outer(rb: float, rt: float, h: float, c: float, n: int) -> np.ndarray:
+def tumbler_outer(rb: float, rt: float, h: float, c: float, n: int) -> np.ndarray:
     """Flat bottom, rounded bottom edge of radius ``c``, straight (tapered) side to the rim."""
     return np.array([(0.0, 0.0), *_fillet(rb - c, c, c, n), (rt, h)])
 
 
-class _Shell:
+class Shell:
     """An open-top revolved shell: its curves, its mesh and its own convex parts.
 
     ``extra`` holds added solids (a foot ring, a handle) as ``(mesh, parts(tol) -> point sets)``.
@@ -78,15 +80,26 @@ class _Shell:
         return out
 
 
-def _handle(path: np.ndarray, sec: np.ndarray, scales: np.ndarray | None = None,
-            up: tuple = (0.0, 0.0, 1.0)) -> tuple:
+def swept_handle(path: np.ndarray, sec: np.ndarray, scales: np.ndarray | None = None,
+                 up: tuple = (0.0, 0.0, 1.0)) -> tuple:
     """A swept handle and its chain of convex segments."""
     rings = sweep_rings(path, sec, scales, up)
     return sweep(path, sec, scales, up=up), lambda tol: chain_parts(list(rings), path, tol)
 
 
-def _shell_result(shell: _Shell, target: np.ndarray, params: dict, wall: float, grasp_fn,
-                  axis_x: float = 0.0) -> ProceduralMesh:
+def shell_result(shell: Shell, target: np.ndarray, params: dict, wall: float, grasp_fn: Callable,
+                 axis_x: float = 0.0) -> ProceduralMesh:
+    """The finished vessel of a shell: its mesh in the asset frame, cavity and wall points, grasps and parts.
+
+    Args:
+        shell: the vessel's shell.
+        target: the asset's target extents.
+        params: the builder's parameters (``floor``, ``wall``, ``cavity_point`` and ``wall_point`` are added).
+        wall: wall thickness (m).
+        grasp_fn: ``place -> grasps`` in the asset frame.
+        axis_x: x of the cavity's axis in the build frame.
+
+    """
     mesh, place = shell.build(target)
     floor = shell.fz
     params = dict(params, floor=float(place([0, 0, floor])[2]), wall=float(wall),
@@ -114,16 +127,16 @@ def build_dish(cat: Category, rng: np.random.Generator, attributes: dict, max_fa
     params = {"diameter": d, "height": h, "foot": float(foot), "wall": wall}
 
     def make(detail: float) -> ProceduralMesh:
-        outer = _dish_outer(R, h - foot_h, foot * R, res(20, detail, lo=6, multiple=1))
+        outer = dish_outer(R, h - foot_h, foot * R, res(20, detail, lo=6, multiple=1))
         extra = []
         if kind == "colander":  # a ring foot under the bowl
             r0, r1 = 0.8 * foot * R, 0.95 * foot * R
             ring = np.array([(r0, -foot_h), (r1, -foot_h), (r1, floor / 2), (r0, floor / 2)])
             n = res(_SECTIONS, detail)
             extra.append((lathe(ring, n, ring=True), lambda tol: ring_parts([ring], n, tol)))
-        shell = _Shell(outer, wall, floor, detail, extra)
+        shell = Shell(outer, wall, floor, detail, extra)
         grasp = {"mode": "rim", "width": float(wall * 1.5), "height": float(h), "x": float(R - wall / 2)}
-        return _shell_result(shell, np.array([d, d, h]), params, wall, lambda place: grasp)
+        return shell_result(shell, np.array([d, d, h]), params, wall, lambda place: grasp)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -149,7 +162,7 @@ def build_tumbler(cat: Category, rng: np.random.Generator, attributes: dict, max
 
     def make(detail: float) -> ProceduralMesh:
         c = min(0.006, 0.3 * R)
-        outer = _tumbler_outer(R * taper, R, h, c, res(6, detail, lo=3, multiple=1))
+        outer = tumbler_outer(R * taper, R, h, c, res(6, detail, lo=3, multiple=1))
         extra = []
         if mug:
             reach = total - d
@@ -161,14 +174,14 @@ def build_tumbler(cat: Category, rng: np.random.Generator, attributes: dict, max
             x0 = R - inset
             path = np.column_stack([x0 + a * np.sin(phi), np.zeros_like(phi), 0.55 * h + b * np.cos(phi)])
             sec = rounded_rect2d(2 * tr, 2.6 * tr, 0.9 * tr, res(4, detail, lo=2, multiple=1))
-            extra.append(_handle(path, sec, up=(0.0, 1.0, 0.0)))
+            extra.append(swept_handle(path, sec, up=(0.0, 1.0, 0.0)))
 
         def grasp(place) -> dict:
             if mug:
                 return {"mode": "side", "width": float(d), "height": float(0.5 * h), "x": place([0, 0, 0])[0]}
             return {"mode": "side", "width": float(d * (1 + taper) / 2), "height": float(0.5 * h), "x": 0.0}
 
-        return _shell_result(_Shell(outer, wall, floor, detail, extra), target, params, wall, grasp)
+        return shell_result(Shell(outer, wall, floor, detail, extra), target, params, wall, grasp)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -184,7 +197,7 @@ def build_pan(cat: Category, rng: np.random.Generator, attributes: dict, max_fac
     params = {"diameter": d, "height": h, "flare": float(flare), "handle_reach": total - d, "wall": wall}
 
     def make(detail: float) -> ProceduralMesh:
-        outer = _tumbler_outer(R * flare, R, h, min(0.012, 0.4 * h), res(6, detail, lo=3, multiple=1))
+        outer = tumbler_outer(R * flare, R, h, min(0.012, 0.4 * h), res(6, detail, lo=3, multiple=1))
         reach = total - d
         hw, hh = 0.022, min(0.012, 0.3 * h)
         z0 = 0.75 * h - hh / 2
@@ -193,13 +206,13 @@ def build_pan(cat: Category, rng: np.random.Generator, attributes: dict, max_fac
         path = np.column_stack([x0 + t * (reach + 0.6 * wall), np.zeros_like(t), z0 + 0.08 * reach * t])
         sec = rounded_rect2d(hh, hw, 0.4 * hh, res(4, detail, lo=2, multiple=1))
         scales = np.column_stack([np.ones_like(t), 0.75 + 0.25 * t])
-        shell = _Shell(outer, wall, floor, detail, [_handle(path, sec, scales)])
+        shell = Shell(outer, wall, floor, detail, [swept_handle(path, sec, scales)])
 
         def grasp(place) -> dict:
             hx = place([x0 + 0.7 * reach, 0, 0])[0]
             return {"mode": "top", "width": float(hw), "height": place([0, 0, z0 + 0.06 * reach])[2], "x": hx}
 
-        return _shell_result(shell, np.array([total, d, h]), params, wall, grasp)
+        return shell_result(shell, np.array([total, d, h]), params, wall, grasp)
 
     return fit_budget(make, max_faces, cat.name)
 
@@ -237,8 +250,8 @@ def build_jar(cat: Category, rng: np.random.Generator, attributes: dict, max_fac
             grasp = {"mode": "side", "width": d, "height": float(0.45 * h), "x": 0.0}
         else:                                           # a vase is held by its neck
             grasp = {"mode": "side", "width": float(neck * d), "height": float(shoulder * h), "x": 0.0}
-        return _shell_result(_Shell(outer, wall, floor, detail), np.array([d, d, h]), params, wall,
-                             lambda place: grasp)
+        return shell_result(Shell(outer, wall, floor, detail), np.array([d, d, h]), params, wall,
+                            lambda place: grasp)
 
     return fit_budget(make, max_faces, cat.name)
 

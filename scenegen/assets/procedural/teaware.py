@@ -25,7 +25,7 @@ from scenegen.assets.procedural._geom import (
 )
 from scenegen.assets.procedural._solids import solid
 from scenegen.assets.procedural.registry import ProceduralMesh, register
-from scenegen.assets.procedural.revolved import _handle
+from scenegen.assets.procedural.revolved import swept_handle
 from scenegen.catalog import Category
 
 
@@ -35,7 +35,7 @@ def _spout(x0: float, z0: float, reach: float, rise: float, r0: float, r1: float
     path = np.column_stack([x0 + reach * t, np.zeros_like(t), z0 + rise * t ** 1.6])
     ang = np.linspace(0, 2 * np.pi, res(12, detail, lo=8), endpoint=False)
     sec = np.column_stack([np.cos(ang), np.sin(ang)])
-    return _handle(path, sec, r0 + (r1 - r0) * t)
+    return swept_handle(path, sec, r0 + (r1 - r0) * t)
 
 
 def _closed(pieces: list, target: np.ndarray, params: dict, grasp_at) -> ProceduralMesh:
@@ -88,7 +88,7 @@ def build_kettle(cat: Category, rng: np.random.Generator, attributes: dict, max_
         z0 = 0.72 * hb
         path = np.column_stack([-span * np.cos(a), np.zeros_like(a), z0 + (top - z0) * np.sin(a) ** 0.6])
         sec = rounded_rect2d(thick, bar, 0.4 * thick, res(4, detail, lo=2, multiple=1))
-        return _closed([body, spout, _handle(path, sec)], np.array([total, d, h]), params,
+        return _closed([body, spout, swept_handle(path, sec)], np.array([total, d, h]), params,
                        lambda place: {"mode": "top", "width": bar * float(place.scale[1]),
                                       "height": place([0, 0, top])[2], "x": place([0, 0, 0])[0]})
 
@@ -128,7 +128,8 @@ def build_teapot(cat: Category, rng: np.random.Generator, attributes: dict, max_
                                 (zt + zb) / 2 + (zt - zb) / 2 * np.cos(phi)])
         sec = rounded_rect2d(tube, 1.3 * tube, 0.45 * tube, res(4, detail, lo=2, multiple=1))
         mid = path[len(path) // 2]
-        return _closed([body, knob, spout, _handle(path, sec, up=(0.0, 1.0, 0.0))], np.array([total, d, h]), params,
+        loop = swept_handle(path, sec, up=(0.0, 1.0, 0.0))
+        return _closed([body, knob, spout, loop], np.array([total, d, h]), params,
                        lambda place: {"mode": "top", "width": tube * float(place.scale[1]),
                                       "height": place(mid)[2], "x": place(mid)[0]})
 

@@ -22,7 +22,7 @@ PROMPT = "put the banana in the bowl"
 
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
+def clean_env(monkeypatch):
     for name in ("SCENEGEN_LLM_BASE_URL", "SCENEGEN_LLM_MODEL", "SCENEGEN_LLM_API_KEY",
                  "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)

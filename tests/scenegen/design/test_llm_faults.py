@@ -13,7 +13,7 @@ from scenegen.cli import main
 from scenegen.design.llm import LLMConfig, LLMDesigner
 from scenegen.errors import BackendError, PromptError
 from tests.helpers.bad_endpoints import BadEndpoint, echo_graph
-from tests.scenegen.design.test_llm_designer import _clean_env  # noqa: F401 - the autouse fixture
+from tests.scenegen.design.test_llm_designer import clean_env  # noqa: F401 - the autouse fixture
 
 KEY = "sk-canary-5d41402abc4b2a76b9719d911017c592"
 PASSWORD = "hunter2-canary"

@@ -335,7 +335,7 @@ def test_non_pack_folder_and_second_writer_are_refused(tmp_path):
 
 
 # --------------------------------------------------------------------------- safety
-def _edit_manifest(root: Path, edit) -> None:
+def edit_manifest(root: Path, edit) -> None:
     m = json.loads((root / "manifest.json").read_text())
     edit(m)
     (root / "manifest.json").write_text(json.dumps(m))
@@ -351,7 +351,7 @@ def _edit_manifest(root: Path, edit) -> None:
 ], ids=["dotdot", "absolute", "nested_dotdot", "file_escape", "extra_escape", "windows"])
 def test_manifest_path_escape_is_refused(tmp_path, scenes, edit):
     write_pack(tmp_path / "pack", scenes[:1])
-    _edit_manifest(tmp_path / "pack", edit)
+    edit_manifest(tmp_path / "pack", edit)
     with pytest.raises(PackError, match="unsafe|not a safe name"):
         load_pack(tmp_path / "pack")
 
@@ -382,36 +382,36 @@ def test_asset_file_references_outside_are_refused(tmp_path, scenes, assets):
     problems = {(m.path, m.problem) for m in again.verify()}
     assert (f"assets/{assets['bowl'].id}/model.urdf", "unsafe") in problems
     assert (f"assets/{assets['bowl'].id}/model.urdf", "modified") in problems
-    _rehash(pack.root, f"assets/{assets['bowl'].id}/model.urdf")  # a manifest written to match the bad file
+    rehash(pack.root, f"assets/{assets['bowl'].id}/model.urdf")  # a manifest written to match the bad file
     with pytest.raises(PackError, match="unsafe"):
         load_pack(pack.root).asset(assets["bowl"].id)
     asset_json = pack.root / "assets" / assets["table"].id / "asset.json"
     asset_json.write_text(asset_json.read_text().replace('"model.urdf"', '"x/../model.urdf"'))
-    _rehash(pack.root, f"assets/{assets['table'].id}/asset.json")
+    rehash(pack.root, f"assets/{assets['table'].id}/asset.json")
     with pytest.raises(PackError, match="'urdf'.*relative path inside the asset folder"):
         load_pack(pack.root).asset(assets["table"].id)
     asset_json.write_text(asset_json.read_text().replace('"x/../model.urdf"', '"other.urdf"'))
-    _rehash(pack.root, f"assets/{assets['table'].id}/asset.json")
+    rehash(pack.root, f"assets/{assets['table'].id}/asset.json")
     with pytest.raises(PackError, match="unlisted file"):
         load_pack(pack.root).asset(assets["table"].id)
 
 
-def _rehash(root: Path, rel: str) -> None:
+def rehash(root: Path, rel: str) -> None:
     """Make the manifest agree with the file's current bytes (a pack damaged before its manifest was written)."""
     folder, name = rel.rsplit("/", 1)
     digest = hashlib.sha256((root / rel).read_bytes()).hexdigest()
-    _edit_manifest(root, lambda m: [e["files"].update({name: digest}) for e in m["scenes"] + m["assets"]
+    edit_manifest(root, lambda m: [e["files"].update({name: digest}) for e in m["scenes"] + m["assets"]
                                     if e["path"] == folder])
 
 
 def test_newer_schema_and_garbage_are_refused(tmp_path, scenes):
     write_pack(tmp_path / "pack", scenes[:1])
-    _edit_manifest(tmp_path / "pack", lambda m: m.update(schema_version=99))
+    edit_manifest(tmp_path / "pack", lambda m: m.update(schema_version=99))
     with pytest.raises(PackError, match="upgrade scenegen"):
         load_pack(tmp_path / "pack")
     with pytest.raises(PackError, match="cannot be resumed.*choose another -o"):
         PackWriter(tmp_path / "pack", PROMPT, 7, CONFIG)
-    _edit_manifest(tmp_path / "pack", lambda m: (m.update(schema_version=1), m.pop("scenes")))
+    edit_manifest(tmp_path / "pack", lambda m: (m.update(schema_version=1), m.pop("scenes")))
     with pytest.raises(PackError, match="malformed"):
         load_pack(tmp_path / "pack")
     (tmp_path / "pack" / "manifest.json").write_text("{not json")
@@ -431,7 +431,7 @@ def test_verify_detects_modified_and_missing_files(tmp_path, scenes, assets):
     found = sorted((m.path, m.problem) for m in pack.verify())
     assert found == [(f"assets/{assets['bowl'].id}/collision/part_000.obj", "missing"),
                      (f"scenes/{sid}/scene.json", "modified")]
-    _edit_manifest(pack.root, lambda m: m.update(content_hash="0" * 64))
+    edit_manifest(pack.root, lambda m: m.update(content_hash="0" * 64))
     assert ("manifest.json", "inconsistent") in {(m.path, m.problem) for m in load_pack(pack.root).verify()}
 
 

@@ -19,7 +19,7 @@ from scenegen.errors import ExportError, PackError
 from scenegen.export import export
 from scenegen.pack.reader import load_pack
 from scenegen.pack.writer import PackWriter
-from tests.scenegen.pack.test_pack import CONFIG, PROMPT, _edit_manifest, _rehash, make_asset, make_scene, write_pack
+from tests.scenegen.pack.test_pack import CONFIG, PROMPT, edit_manifest, make_asset, make_scene, rehash, write_pack
 
 SECRET = "canary-secret-9b74c9897bac770ffc029102a200c5de"
 
@@ -111,7 +111,7 @@ def test_damaged_asset_json_is_a_pack_error_naming_file_and_field(pack, assets, 
         _set(path, lambda d: d.update({spec[0]: spec[1]}))
     with pytest.raises(PackError, match="modified"):  # as damaged after writing: the hash says so
         load_pack(pack.root).asset(assets["bowl"].id)
-    _rehash(pack.root, f"{folder}/asset.json")  # as written damaged: the content check says what is wrong
+    rehash(pack.root, f"{folder}/asset.json")  # as written damaged: the content check says what is wrong
     with pytest.raises(PackError) as info:
         load_pack(pack.root).asset(assets["bowl"].id)
     assert "asset.json" in str(info.value) and spec[-1] in str(info.value)
@@ -197,7 +197,7 @@ def test_resume_quarantines_damage_and_never_deletes(pack, assets, caplog):
 
 
 def test_update_writes_only_reports_qa_json_and_keeps_finalized(pack):
-    _edit_manifest(pack.root, lambda m: m.update(finalized=False))  # an interrupted pack
+    edit_manifest(pack.root, lambda m: m.update(finalized=False))  # an interrupted pack
     sid = pack.scene_ids[0]
     (pack.root / "scenes" / "user_folder").mkdir()
     before = {p: p.read_bytes() for p in pack.root.rglob("*") if p.is_file()}

@@ -1,0 +1,51 @@
+"""The resumable stage state shared by the long benchmarks (``benchmarks/_bench.py``): old state files still resume."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("scenegen_bench", ROOT / "benchmarks" / "_bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _args(work: Path, budget: float = 100.0) -> argparse.Namespace:
+    return argparse.Namespace(work=str(work), budget=budget)
+
+
+def test_a_state_file_of_an_earlier_run_resumes_and_new_stages_keep_its_format(bench, tmp_path):
+    old = {"done": {"s/pack": {"scenes": 3, "stage_seconds": 12.5}}}  # as bc_scaling.py wrote it before
+    (tmp_path / "state.json").write_text(json.dumps(old))
+    b = bench.Bench(_args(tmp_path), timing_key="stage_seconds", none_unfinished=True, echo=False)
+    assert b.stage("s/pack", lambda: pytest.fail("a finished stage ran again")) == old["done"]["s/pack"]
+    with pytest.raises(bench.OutOfTime):
+        b.stage("s/bc_50", lambda: None)  # unfinished: nothing stored, the next call resumes it
+    assert b.stage("s/eval_50", lambda: {"success": 0.5}, need=10)["success"] == 0.5
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert set(state["done"]) == {"s/pack", "s/eval_50"} and "stage_seconds" in state["done"]["s/eval_50"]
+
+    fresh = bench.Bench(_args(tmp_path / "p"), {"ppo_seconds": {}})  # ppoflow_lift.py's first call
+    assert fresh.state == {"done": {}, "ppo_seconds": {}}
+    assert set(fresh.stage("latency", lambda: None)) == {"wall_clock_s"}
+    with pytest.raises(bench.OutOfTime):
+        bench.Bench(_args(tmp_path / "q", budget=5.0)).stage("x", dict, need=30)
+
+
+@pytest.mark.parametrize("script", ["ablation.py", "bc_scaling.py", "ppoflow_lift.py"])
+def test_the_benchmarks_still_start(script):
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--help"], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 0 and "--budget" in res.stdout, res.stderr[-2000:]
