@@ -313,9 +313,11 @@ def _bc_init(prompt: str, out: Path, cfg: AblationConfig, bc: Any, policy: Any, 
         return str(root / "run")
     pack = _generate(prompt, cfg.bc_scenes, root / "pack", cfg.bc_seed, cfg, pipeline, cache_dir, progress)
     if not (root / "demos.json").is_file():
+        if deadline is not None and time.time() > deadline:
+            return None
         s = record_demos(str(pack.root), cfg.bc_demos, str(root / "demos"), seed=cfg.bc_seed,
-                         image_size=cfg.image_size, randomize=True,
-                         overwrite=True, progress=progress)
+                         image_size=cfg.image_size, randomize=True, overwrite=True, progress=progress,
+                         workers=max(1, int(getattr(pipeline, "workers", 1) or 1)))  # the same dataset for any count
         write_atomic(root / "demos.json", json.dumps(s, indent=1, default=str), error=ConfigError)
     left = 0.0 if deadline is None else max(1.0, deadline - time.time())
     s = train_bc(root / "demos", root / "run", policy, dataclasses.replace(bc, time_limit_s=left),
