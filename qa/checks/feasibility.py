@@ -1,9 +1,11 @@
 """Feasibility check: the privileged scripted expert (``scenegen.tasks.expert.run_expert``) solves the task.
 
-The expert lives in the ``rl`` package and is imported only when this check runs; when it
+The expert (``scenegen.tasks.expert``) is imported only when this check runs; when it
 cannot be imported the check is reported as skipped (``passed=True``, ``metrics["skipped"]``),
 never as passed with evidence. The expert runs in its own world built from the scene's
-assets, so the world being checked is not disturbed.
+assets, so the world being checked is not disturbed. That episode renders nothing, so its world
+is built from the assets themselves (``render_max_faces=0``): no render-light copies are decimated
+for it, and the geometry QA's earlier checks read from the assets is reused; physics is the same.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
                            {"skipped": True, "import_error": why[:300]})
     copy = Scene.from_dict(scene.to_dict())
     lookup = {a.id: a for a in world.assets.values()}
-    res = run_expert(copy, lookup, fc.max_steps, fc.seed)
+    res = run_expert(copy, lookup, fc.max_steps, fc.seed, render_max_faces=0)
     success = bool(getattr(res, "success", False))
     progress = float(getattr(res, "progress", 1.0 if success else 0.0))
     steps = int(getattr(res, "steps", 0))

@@ -239,8 +239,8 @@ def test_feasibility_runs_expert_and_rejects_its_failure(good, monkeypatch):
     scene, world = good
     seen = {}
 
-    def run_expert(sc, lookup, max_steps, seed):
-        seen.update(scene=sc, lookup=lookup, max_steps=max_steps)
+    def run_expert(sc, lookup, max_steps, seed, **env_options):
+        seen.update(scene=sc, lookup=lookup, max_steps=max_steps, env_options=env_options)
         ok = sc.graph.goals[0].subject == "block_1" and seed == 0
         return types.SimpleNamespace(success=not ok, progress=0.0, steps=max_steps, failure="grasp_failed")
 
@@ -249,8 +249,9 @@ def test_feasibility_runs_expert_and_rejects_its_failure(good, monkeypatch):
     assert not res.passed and res.reason.startswith("expert failed: grasp_failed"), res.reason
     assert seen["scene"] is not scene and seen["scene"].id == scene.id
     assert set(seen["lookup"]) == set(scene.assets.values()) and seen["max_steps"] == CFG.feasibility.max_steps
+    assert seen["env_options"] == {"render_max_faces": 0}  # nothing is rendered: no render-light asset copies
     monkeypatch.setitem(sys.modules, "scenegen.tasks.expert", types.SimpleNamespace(
-        run_expert=lambda *a: types.SimpleNamespace(success=True, progress=1.0, steps=80, failure=None)))
+        run_expert=lambda *a, **k: types.SimpleNamespace(success=True, progress=1.0, steps=80, failure=None)))
     res = _check("feasibility", scene, world)
     assert res.passed and not res.skipped and res.metrics["steps"] == 80
 
