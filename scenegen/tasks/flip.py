@@ -9,7 +9,9 @@ Two regrasp-free strategies, each a small closed-loop state machine driven by
   turns the hand 180 degrees about the closing axis, its approach axis going from horizontal through
   straight down to horizontal the other way (never more than 90 degrees from down). The mug, turned
   about that horizontal axis, is upright; the hand carries it back over its own spot, lowers it
-  until it touches the table, opens, backs off and rises.
+  until it touches the table, opens, backs off and rises. When that approach would not point
+  sideways (:mod:`scenegen.tasks.mugturn`), it first pinches the handle top-down and turns the mug
+  about its axis; a blocked descent is retried once with the wrist turned over.
 - **lying bottle** (:func:`lying_grasp`): a top-down pinch across the diameter near the centre of
   mass, a lift, a turn about the vertical (so the tilted hand will point sideways, where the arm
   reaches) and a 90 degree turn about the closing axis that points the bottle's base down (the
@@ -22,7 +24,6 @@ mug swings in place, high enough to clear the table.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from scenegen.scene import Pose
 from scenegen.sim.control import compose_orientation, matrix_rotvec, wrap
 from scenegen.tasks.carry import stand_up, tilted
 from scenegen.tasks.grasps import TABLE_CLEARANCE, grasp_mesh
+from scenegen.tasks.mugturn import HandleGrasp, MugTurn, turn_plan
 from scenegen.tasks.plan import YAW_RANGE, top_of_others
 from scenegen.tasks.tracker import world_goal_holds
 
@@ -44,26 +46,6 @@ BACKOFF = 0.08
 """How far (m) the open hand starts behind, and backs off from, a horizontal grasp."""
 SWING_STEP = 0.12
 """Largest turn (rad) of the commanded hand per step while a mug swings over."""
-
-
-@dataclass(frozen=True)
-class HandleGrasp:
-    """A horizontal pinch of a mug's handle, in the world."""
-
-    point: np.ndarray
-    """Fingertip centre: on the handle's outer bar, at its middle height."""
-    approach: np.ndarray
-    """Unit horizontal approach axis: from the handle toward the mug's axis."""
-    axis: np.ndarray
-    """Unit horizontal closing axis (tangent to the mug)."""
-    width: float
-    """Handle thickness between the fingers (m)."""
-    lever: float
-    """Horizontal distance (m) from the grasp point to the mug's axis."""
-    reach: float
-    """Largest distance (m) from the grasp point to any point of the mug (its swing radius)."""
-    height: float
-    """Height (m) of the grasp point above the mug's base (its height when the mug stands upright)."""
 
 
 def has_handle(asset: Asset) -> bool:
@@ -90,7 +72,8 @@ def handle_grasp(asset: Asset, pose: Pose) -> HandleGrasp | None:
         return None
     x_out = float(handle[:, 0].max())
     bar = handle[handle[:, 0] > x_out - 0.008]
-    z_mid = 0.5 * float(bar[:, 2].min() + bar[:, 2].max())
+    z_lo, z_hi = float(bar[:, 2].min()), float(bar[:, 2].max())
+    z_mid = 0.5 * (z_lo + z_hi)
     width = 2.0 * float(np.abs(bar[:, 1]).max())
     local = np.array([x_out - 0.005, 0.0, z_mid])
     point = rot @ local + pos
@@ -182,7 +165,7 @@ def flip_grasp_width(world, node: str, goals: list[Goal]) -> float | None:  # no
     return None
 
 
-class FlipSkill:
+class FlipSkill(MugTurn):
     """One attempt at turning ``goal.subject`` upright; :meth:`act` returns actions until it returns None.
 
     ``expert`` is the :class:`~scenegen.tasks.expert.ScriptedExpert` driving it (its moves, tolerances
@@ -196,31 +179,32 @@ class FlipSkill:
         self.env = expert.env
         self.phase, self.count = "rise", 0
         self.failure: str | None = None
-        self.finished = False
+        self.finished, self.retried, self.returned = False, False, False
         w, ctrl = self.env.world, self.env.controller
         self.table = w.scene.table_height
         self.hover = top_of_others(w) + expert.cfg.hover
-        self.swing0 = np.zeros(3)
-        self.swing1 = np.zeros(3)
-        self.lift_z = 0.0
+        self.swing0, self.swing1, self.lift_z = np.zeros(3), np.zeros(3), 0.0
         self.home_xy = np.asarray(w.pose(self.node).position[:2], dtype=float)
+        self.turn: tuple[float, float] | None = None
         if kind == "mug":
-            g = handle_grasp(w.assets[self.node], w.pose(self.node))
-            self.hg = g
-            self.point = g.point
-            self.swing0 = horizontal_swing(g.approach)
-            self.swing1 = -self.swing0
-            self.yaw = closing_yaw(g.axis, ctrl.target_yaw, ctrl.home_yaw)
-            self.width = g.width
-            self.axis_xy = self.point[:2] + g.approach[:2] * g.lever  # the mug's axis, to put it back there
+            self._start_mug(turn=True)
         else:
-            point, axis, width = lying_grasp(w.assets[self.node], w.pose(self.node), self.table, w.robot.max_opening)
-            self.point, self.width = point, width
+            self.point, axis, self.width = lying_grasp(w.assets[self.node], w.pose(self.node), self.table,
+                                                       w.robot.max_opening)
             self.yaw = closing_yaw(axis, ctrl.target_yaw, ctrl.home_yaw)
         self.carry_yaw = self.yaw
-        self._last_width = math.inf
-        self._last_z = math.inf
-        self._stall = 0
+        self._last_width, self._last_z, self._stall = math.inf, math.inf, 0
+
+    def _start_mug(self, turn: bool) -> None:
+        """Plan the handle grasp (and, with ``turn``, a first turn of the mug that points it sideways)."""
+        w, ctrl = self.env.world, self.env.controller
+        g = handle_grasp(w.assets[self.node], w.pose(self.node))
+        self.hg, self.point, self.width = g, g.point, g.width
+        self.swing0 = horizontal_swing(g.approach)
+        self.swing1 = -self.swing0
+        self.yaw = closing_yaw(g.axis, ctrl.target_yaw, ctrl.home_yaw)
+        self.axis_xy = self.point[:2] + g.approach[:2] * g.lever  # the mug's axis, to put it back there
+        self._plan_turn(turn_plan(g, np.asarray(w.scene.robot_base.position[:2]), ctrl.home_yaw) if turn else None)
 
     # ------------------------------------------------------------------ helpers
     def _set(self, phase: str) -> None:
@@ -300,7 +284,7 @@ class FlipSkill:
             if ex._reached(pre, z_tol=0.003):
                 self._set("advance" if horizontal else "close")
                 return None
-            if self.count > 2 and self._stalled(pos[2]):
+            if self.count > 2 and self._stalled(pos[2]) and not (horizontal and self._retry_descent()):
                 self._fail(f"descent to {self.node} blocked")
                 return None
             return self._move(pre, self.yaw, False, 1.0, swing)
@@ -329,6 +313,8 @@ class FlipSkill:
     def _mug(self) -> np.ndarray | None:
         ex, ctrl, w = self.ex, self.env.controller, self.env.world
         pos, _ = ctrl.ee_pose()
+        if self.turn is not None:
+            return self._turn_mug()
         if self.phase in ("rise", "over", "descend", "advance", "close"):
             return self._common(self.swing0)
         if not self._held() and self.phase in ("lift", "swing", "lower"):

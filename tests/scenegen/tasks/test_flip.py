@@ -144,6 +144,7 @@ def test_expert_stands_lying_bottles_up(tmp_path, tmp_path_factory):
 
 @pytest.mark.slow
 def test_expert_flips_inverted_mugs(tmp_path, tmp_path_factory):
-    # measured expert success on raw (un-QA'd) mug scenes is about 0.2 (see the report); QA keeps the feasible ones
+    # these 10 raw (un-QA'd) scenes: 4 flipped (1 before the first turn of a mug whose handle grasp would not point
+    # sideways, scenegen/tasks/mugturn.py); most failures left are mugs slipping out of the hand in the swing
     res = _expert_successes("flip the mug upright", 10, tmp_path / "m", cache_dir(tmp_path_factory))
-    assert sum(r.success for r in res) >= 1, [r.failure for r in res]
+    assert sum(r.success for r in res) >= 3, [r.failure for r in res]
