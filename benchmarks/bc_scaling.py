@@ -61,8 +61,9 @@ def record(b: Bench, prompt: str, packs: dict) -> dict:
     out = b.work / slug(prompt) / "demos"
     s = record_demos(packs["pool"]["path"], n, str(out), image_size=b.args.image_size, cameras=b.args.cameras,
                      max_steps=b.args.max_steps, overwrite=True, progress=False, workers=b.args.workers,
-                     max_attempts=3 * n + 20)
-    return {"path": str(out), "saved": s["saved"], "frames": s["frames"], "attempts": s["attempts"],
+                     max_attempts=3 * n + 20, randomize=b.args.randomize)
+    return {"path": str(out), "randomized": b.args.randomize, "saved": s["saved"], "frames": s["frames"],
+            "attempts": s["attempts"],
             "expert_success": s["saved"] / s["attempts"], "failures": s["failures"]}
 
 
@@ -104,7 +105,7 @@ def train_parallel(b: Bench, s: str, demos: dict) -> None:
         return
     if b.left() < 60:
         raise OutOfTime(f"{s}/bc_{todo[0]}")
-    limit = max(1.0, b.left() - 150)  # leave room for an evaluation stage in this call
+    limit = max(1.0, b.left() - (30 if b.args.skip_eval else 150))  # leave room for an evaluation stage
     print(f"[{time.strftime('%H:%M:%S')}] training sizes {todo} in parallel for up to {limit:.0f} s", flush=True)
     t = time.monotonic()
     with ProcessPoolExecutor(len(todo), mp_context=mp.get_context("spawn")) as ex:
@@ -155,6 +156,8 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     p.add_argument("--parallel-train", action="store_true",
                    help="Train the sizes at once, one process each (samples/s is then per process, shared GPU).")
+    p.add_argument("--randomize", action="store_true", help="Record the demonstrations under the env's default DR.")
+    p.add_argument("--skip-eval", action="store_true", help="Train only (checkpoints are scored elsewhere).")
     p.add_argument("--tiny", action="store_true", help="CPU smoke test: tiny packs, model and runs.")
     a = p.parse_args()
     if a.tiny:
@@ -183,7 +186,8 @@ def main() -> None:
             for n in sorted(a.episodes):
                 run = b.work / s / f"bc_{n}"
                 tr = b.stage(f"{s}/bc_{n}", lambda n=n, run=run, demos=demos: train(b, demos, n, run), need=60)
-                ev = b.stage(f"{s}/eval_{n}", lambda tr=tr, packs=packs: evaluate_run(b, tr["run"], packs), need=120)
+                ev = None if a.skip_eval else b.stage(f"{s}/eval_{n}", lambda tr=tr, packs=packs: evaluate_run(
+                    b, tr["run"], packs), need=120)
                 rows[str(n)] = {"train": tr, "eval": ev}
             results[prompt] = {"packs": packs, "demos": demos, "by_episodes": rows}
     except OutOfTime as stop:

@@ -49,7 +49,40 @@ def make_sets(pack: str, n: int, sets_dir: Path, seed: int, max_steps: int, targ
     return str(nominal), str(target)
 
 
-def main(argv: list[str] | None = None) -> dict:
+def label(spec: str) -> str:
+    """A short name of a policy spec: ``bc_50/step-0002000`` for a checkpoint folder, the spec otherwise."""
+    path = Path(spec)
+    if not path.is_dir():
+        return spec
+    parts = [x for x in path.parts if x not in ("policy", "checkpoints")]
+    return "/".join(parts[-2:])
+
+
+def summary(spec: str, cond: str, res: dict, seconds: float) -> dict:
+    """One run's row: episodes, success with its Wilson interval, progress with its bootstrap interval."""
+    o = res["scores"]["overall"]
+    return {"policy": spec, "label": label(spec), "condition": cond, "episodes": o["episodes"],
+            "success_rate": o["success_rate"], "success_ci95": o["success_ci95"], "progress": o["progress"]["mean"],
+            "progress_ci95": o["progress"]["ci95"], "seconds": round(seconds, 2)}
+
+
+def run_one(spec: str, cond: str, set_dir: str, keys: tuple[str, ...], image_size: int,
+            run_dir: str | None) -> dict:
+    """Evaluate one policy on one set (in a worker process: one torch thread); keep its run under ``run_dir``."""
+    import torch
+
+    from rl.evalreport import write_run
+    from rl.evalrun import run_evalset
+
+    torch.set_num_threads(1)
+    t = time.perf_counter()
+    res, _ = run_evalset(set_dir, spec, image_keys=keys, image_size=image_size, progress=False)
+    if run_dir:
+        write_run(run_dir, res)
+    return summary(spec, cond, res, time.perf_counter() - t)
+
+
+def main(argv: list[str] | None = None) -> dict | None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nominal", help="The nominal eval set.")
     ap.add_argument("--target", help="The shifted (target) eval set.")
@@ -64,40 +97,61 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--cameras", default="front")
     ap.add_argument("--image-size", type=int, default=64)
     ap.add_argument("--runs-dir", default=None, help="Keep each run's result.json and report here.")
+    ap.add_argument("--jobs", type=int, default=1, help="Evaluations run at once (one process each).")
+    ap.add_argument("--budget", type=float, default=0.0,
+                    help="Seconds this call may start evaluations for (0: no limit); rerun to resume (--runs-dir).")
+    ap.add_argument("--sets-only", action="store_true", help="With --make-from: make the two sets, then stop.")
     ap.add_argument("-o", "--out", default="benchmarks/correlation.json")
     a = ap.parse_args(argv)
 
     from rl.correlate import correlate, scatter
-    from rl.evalreport import write_run
-    from rl.evalrun import run_evalset
 
     policies = [p for p in a.policies.split(",") if p] + a.policy
-    if len(policies) < 2:
+    if len(policies) < 2 and not a.sets_only:
         ap.error("give at least two policies (--policies a,b or --policy a --policy b)")
     if a.make_from:
         nominal, target = make_sets(a.make_from, a.n, Path(a.sets_dir), a.seed, a.max_steps, a.target_dr)
+        if a.sets_only:
+            print(f"sets: {nominal} {target}", flush=True)
+            return None
     elif a.nominal and a.target:
         nominal, target = a.nominal, a.target
     else:
         ap.error("give --nominal and --target sets, or --make-from PACK")
     keys = tuple(c for c in a.cameras.split(",") if c)
     t0 = time.perf_counter()
-    scores: dict[str, dict] = {"nominal": {}, "target": {}}
-    runs = []
+    todo, runs = [], {}
     for spec in policies:
         for cond, set_dir in (("nominal", nominal), ("target", target)):
-            t = time.perf_counter()
-            res, _ = run_evalset(set_dir, spec, image_keys=keys, image_size=a.image_size, progress=False)
-            o = res["scores"]["overall"]
-            scores[cond][spec] = {"score": o["success_rate"], "ci95": o["success_ci95"]}
-            runs.append({"policy": spec, "condition": cond, "episodes": o["episodes"],
-                         "success_rate": o["success_rate"], "success_ci95": o["success_ci95"],
-                         "progress": o["progress"]["mean"], "progress_ci95": o["progress"]["ci95"],
-                         "seconds": round(time.perf_counter() - t, 2)})
-            if a.runs_dir:
-                write_run(Path(a.runs_dir) / cond / spec.replace(":", "_").replace("/", "_"), res)
-            print(f"{spec:>28s} {cond:>8s}: success {o['success_rate']:.3f} "
-                  f"[{o['success_ci95'][0]:.3f}, {o['success_ci95'][1]:.3f}] ({o['episodes']} episodes)", flush=True)
+            run_dir = Path(a.runs_dir) / cond / label(spec).replace(":", "_").replace("/", "_") if a.runs_dir else None
+            if run_dir is not None and (run_dir / "result.json").is_file():  # a finished run of an earlier call
+                runs[spec, cond] = summary(spec, cond, json.loads((run_dir / "result.json").read_text()), 0.0)
+            else:
+                todo.append((spec, cond, set_dir, run_dir and str(run_dir)))
+    if todo:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max(1, a.jobs), mp_context=mp.get_context("spawn")) as ex:
+            futs = {ex.submit(run_one, spec, cond, set_dir, keys, a.image_size, rd): (spec, cond)
+                    for spec, cond, set_dir, rd in todo}
+            for f in as_completed(futs):
+                row = f.result()
+                runs[futs[f]] = row
+                print(f"{row['label']:>28s} {row['condition']:>8s}: success {row['success_rate']:.3f} "
+                      f"[{row['success_ci95'][0]:.3f}, {row['success_ci95'][1]:.3f}] ({row['episodes']} episodes, "
+                      f"{row['seconds']:.0f} s)", flush=True)
+                if a.budget and time.perf_counter() - t0 > a.budget:
+                    for g in futs:
+                        g.cancel()  # runs not started yet wait for the next call
+    missing = [k for k in ((s, c) for s in policies for c in ("nominal", "target")) if k not in runs]
+    if missing:
+        print(f"{len(missing)} of {2 * len(policies)} runs left: run the same command again to resume", flush=True)
+        return None
+    scores: dict[str, dict] = {"nominal": {}, "target": {}}
+    for (spec, cond), row in runs.items():
+        scores[cond][label(spec)] = {"score": row["success_rate"], "ci95": row["success_ci95"]}
+    runs = [runs[s, c] for s in policies for c in ("nominal", "target")]
     corr = correlate(scores["nominal"], scores["target"])
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)

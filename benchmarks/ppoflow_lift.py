@@ -149,7 +149,7 @@ def run_prompt(b: Bench, prompt: str) -> dict:
             "train", "bc", str(base / "demos"), "-o", bc, "--device", a.device, "--steps",
             str(a.bc_steps), "--resume", "--no-progress", "--eval-every", "0", "--time-limit-s",
             str(int(b.left() - 30))) or _bc_done(base / "bc", a.bc_steps), 90)
-    for k in (10, 1):
+    for k in a.bc_ks:
         for where in ("train", "held"):
             r[f"bc_k{k}_{where}"] = b.stage(f"{s}/eval_bc_k{k}_{where}",
                                             lambda k=k, w=where: evaluate(b, bc, packs[w], k))
@@ -159,10 +159,10 @@ def run_prompt(b: Bench, prompt: str) -> dict:
             r[f"ppo_k{k}_{where}"] = b.stage(
                 f"{s}/eval_ppo_k{k}_{where}",
                 lambda k=k, w=where: evaluate(b, str(base / f"ppo_k{k}" / "policy"), packs[w], k))
-        r[f"lift_k{k}_train_points"] = round(100 * (r[f"ppo_k{k}_train"]["success_rate"]
-                                                    - r["bc_k10_train"]["success_rate"]), 1)
-        r[f"lift_k{k}_held_points"] = round(100 * (r[f"ppo_k{k}_held"]["success_rate"]
-                                                   - r["bc_k10_held"]["success_rate"]), 1)
+        for bk in a.bc_ks:  # against the BC policy at each K it was scored at (K=10: as trained)
+            for where in ("train", "held"):
+                r[f"lift_k{k}_{where}_points_vs_bc_k{bk}"] = round(100 * (
+                    r[f"ppo_k{k}_{where}"]["success_rate"] - r[f"bc_k{bk}_{where}"]["success_rate"]), 1)
     r["latency"] = b.stage(f"{s}/latency", lambda: latency(b, str(Path(bc) / "policy")))
     return r
 
@@ -257,6 +257,7 @@ def main() -> None:
     ap.add_argument("--image-size", type=int, default=64)
     ap.add_argument("--bc-steps", type=int, default=3000)
     ap.add_argument("--ks", type=int, nargs="+", default=[1], help="PPOFlow K values (e.g. 1 10)")
+    ap.add_argument("--bc-ks", type=int, nargs="+", default=[10, 1], help="K values the BC policy is scored at")
     ap.add_argument("--ppo-minutes", type=float, default=20.0, help="PPOFlow wall-clock per prompt and K")
     ap.add_argument("--ppo-args", default="--decisions-per-env 32 --minibatch-size 128 --clip-eps 0.01",
                     help="extra `train ppoflow` options (the same every call: --resume checks)")
