@@ -117,7 +117,10 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for arch in a.archs:
-            rows.append(check(arch, a.device, Path(tmp)))
+            try:
+                rows.append(check(arch, a.device, Path(tmp)))
+            except Exception as exc:  # noqa: BLE001 -- one architecture's failure is a finding, not the end
+                rows.append({"architecture": arch, "ok": False, "error": f"{type(exc).__name__}: {exc}"})
             print(json.dumps(rows[-1]), flush=True)
     report = {"benchmark": "backbone_check", "date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.node(),
               "python": platform.python_version(), "torch": torch.__version__, "timm": timm.__version__,

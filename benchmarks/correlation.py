@@ -15,6 +15,10 @@ Usage::
     # or given sets and policies (FlowVLA checkpoint folders, or module:factory=ARG)
     .venv/bin/python benchmarks/correlation.py --nominal sets/nominal --target sets/shifted \\
         --policy runs/bc-100 --policy runs/bc-400 ... --cameras front --image-size 64 -o benchmarks/correlation.json
+
+``--jobs J`` runs J evaluations at once (one process each, one torch thread); with ``--runs-dir`` every
+finished evaluation is kept, so a call stopped by ``--budget`` (or killed) resumes with the same line.
+``benchmarks/gpu_session2.sh`` shows the run behind ``correlation_bc.json`` (8 BC checkpoints).
 """
 
 from __future__ import annotations

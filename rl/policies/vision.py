@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -134,7 +135,7 @@ class TimmVision(_Pretrained):
         name = str(cfg.pretrained)
         if from_config is not None:
             arch = json.loads((Path(from_config) / "timm.json").read_text())["architecture"]
-            self.backbone = timm.create_model(arch, pretrained=False, num_classes=0)
+            self.backbone = create_timm(timm, arch, False, cfg.input_size)
         else:
             path = Path(name).expanduser()
             arch, file = name, None
@@ -149,7 +150,7 @@ class TimmVision(_Pretrained):
                 arch, file = path.stem, path
             try:
                 # a local file is read here, not by the model's own loader (ViTs expect JAX .npz files there)
-                self.backbone = timm.create_model(arch, pretrained=file is None, num_classes=0)
+                self.backbone = create_timm(timm, arch, file is None, cfg.input_size)
                 if file is not None:
                     load_weights(self.backbone, file)
             except (OSError, RuntimeError, ValueError) as exc:
@@ -169,6 +170,21 @@ class TimmVision(_Pretrained):
         with torch.set_grad_enabled(torch.is_grad_enabled() and not self.frozen):
             feats = self.backbone.forward_features(self._prep(img))
         return self._tokens(feats)
+
+
+def create_timm(timm: Any, arch: str, pretrained: bool, input_size: int | None) -> nn.Module:
+    """A headless timm model; with ``input_size``, one that takes images of that side where the model can.
+
+    Vision transformers fix their patch grid at construction (224 px for most): asked for another size they are
+    built with ``dynamic_img_size``, which interpolates the position embedding at run time, so the same
+    pretrained weights load. Convolutional models take any size and are built as they are.
+    """
+    if input_size:
+        try:
+            return timm.create_model(arch, pretrained=pretrained, num_classes=0, dynamic_img_size=True)
+        except TypeError:  # a model without that option (a conv net)
+            pass
+    return timm.create_model(arch, pretrained=pretrained, num_classes=0)
 
 
 def load_weights(model: nn.Module, file: Path) -> None:

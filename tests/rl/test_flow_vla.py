@@ -236,3 +236,25 @@ def test_backbone_weights_load_from_a_local_file(tmp_path):
     torch.save({"weight": torch.zeros(4, 3, 5, 5), "bias": src.bias.detach()}, tmp_path / "shape.bin")
     with pytest.raises(ValueError, match="1 of another shape"):
         load_weights(dst, tmp_path / "shape.bin")
+
+
+def test_timm_models_take_the_configured_image_size():
+    """A ViT asked for another image side is built with ``dynamic_img_size``; a conv net without the option as is."""
+    from rl.policies.vision import create_timm
+
+    calls = []
+
+    class FakeTimm:
+        @staticmethod
+        def create_model(arch, pretrained, num_classes, **kw):
+            calls.append((arch, pretrained, num_classes, kw))
+            if kw and arch.startswith("resnet"):
+                raise TypeError("ResNet.__init__() got an unexpected keyword argument 'dynamic_img_size'")
+            return torch.nn.Identity()
+
+    create_timm(FakeTimm, "vit_tiny_patch16_224", False, 64)
+    create_timm(FakeTimm, "resnet18", True, 64)
+    create_timm(FakeTimm, "vit_tiny_patch16_224", False, None)
+    assert calls == [("vit_tiny_patch16_224", False, 0, {"dynamic_img_size": True}),
+                     ("resnet18", True, 0, {"dynamic_img_size": True}), ("resnet18", True, 0, {}),
+                     ("vit_tiny_patch16_224", False, 0, {})]
