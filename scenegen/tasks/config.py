@@ -79,7 +79,10 @@ class EpisodeConfig:
     workspace: tuple[float, float, float, float, float, float] = (0.2, -0.5, 0.005, 0.95, 0.5, 0.5)
     """Box ``(xmin, ymin, zmin, xmax, ymax, zmax)`` the commanded end effector stays in; z is above the table."""
     max_episode_steps: int = 200
-    """Steps before an episode is truncated (``timeout``)."""
+    """Steps before an episode is truncated (``timeout``), per :data:`GOALS_PER_BUDGET` goals begun when
+    ``steps_scale_with_goals`` (a sort of 10 parts gets three times this)."""
+    steps_scale_with_goals: bool = True
+    """Scale the episode's step limit with its scene's number of goals (:func:`episode_budget`)."""
     finger_force: float = 60.0
     """Force (N) of each finger's position motor."""
     finger_friction: float = 1.5

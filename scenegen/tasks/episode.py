@@ -40,7 +40,7 @@ from scenegen.sim.views import (
     point_cloud,
 )
 from scenegen.sim.world import World
-from scenegen.tasks.config import EpisodeConfig
+from scenegen.tasks.config import EpisodeConfig, episode_budget
 from scenegen.tasks.tracker import StepReport, TaskTracker
 from scenegen.tasks.worlds import CachedWorld, SceneSource, WorldCache, as_source, resolve_ids
 
@@ -123,6 +123,8 @@ class TaskEpisode(Closeable):
         self._rt: _Runtime | None = None
         self._scene_id: str | None = None
         self._steps = 0
+        self.step_limit = self.cfg.max_episode_steps
+        """The current episode's step limit (set at reset: scaled with its goals by default)."""
         self._last: StepReport | None = None
         self._instruction = ""
         self._instruction_index = 0
@@ -243,6 +245,8 @@ class TaskEpisode(Closeable):
         rt.controller.reset()
         rt.task.reset()
         self._rt, self._scene_id, self._steps = rt, scene_id, 0
+        self.step_limit = (episode_budget(self.cfg.max_episode_steps, len(graph.goals))
+                           if self.cfg.steps_scale_with_goals else self.cfg.max_episode_steps)
         self._last = rt.task.last
         info = {"scene_id": scene_id, "instruction": self._instruction, "instruction_index": self._instruction_index,
                 **rt.task.info(self._last)}
@@ -265,7 +269,7 @@ class TaskEpisode(Closeable):
         rep = rt.task.evaluate(rt.controller.closed, rt.controller.gripper_width())
         self._last = rep
         terminated = bool((rep.success and self.cfg.terminate_on_success) or rep.subject_lost)
-        truncated = bool(not terminated and self._steps >= self.cfg.max_episode_steps)
+        truncated = bool(not terminated and self._steps >= self.step_limit)
         if truncated and not rep.success:
             rt.task.flags["timeout"] = True
         info = {"scene_id": self._scene_id, **rt.task.info(rep)}

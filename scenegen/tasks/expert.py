@@ -475,7 +475,7 @@ def run_expert(scene: Any, world_or_asset_lookup: Any, max_steps: int = 300, see
         **env_options: :class:`~scenegen.tasks.config.EpisodeConfig` fields.
 
     """
-    from scenegen.tasks.config import EpisodeConfig, episode_budget
+    from scenegen.tasks.config import EpisodeConfig
     from scenegen.tasks.episode import TaskEpisode
     from scenegen.tasks.worlds import SceneSet
 
@@ -484,9 +484,8 @@ def run_expert(scene: Any, world_or_asset_lookup: Any, max_steps: int = 300, see
         lookup = {a.id: a for a in lookup.assets.values()}
     if not (isinstance(lookup, Mapping) or callable(lookup)):
         raise ConfigError(f"run_expert needs a World or an asset lookup, got {type(lookup).__name__}")
-    budget = episode_budget(max_steps, len(scene.graph.goals))
     opts = {"image_keys": (), "render_max_faces": 0,  # renders nothing: no decimated render copies
-            "max_episode_steps": budget, "max_cached_worlds": 1, **env_options}
+            "max_episode_steps": max_steps, "steps_scale_with_goals": True, "max_cached_worlds": 1, **env_options}
     names = {f.name for f in fields(EpisodeConfig)}
     unknown = sorted(set(opts) - names)
     if unknown:
