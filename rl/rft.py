@@ -48,9 +48,12 @@ class RFTConfig:
     """Shortest grasp segment (frames) worth keeping with ``keep="grasp_segments"``."""
     randomize: bool = True
     """Domain randomization of the rollouts (DRConfig defaults, or the weights of ``--dr``)."""
+    workers: int = 1
+    """Rollout processes (each loads the policy on the CPU with one torch thread); the dataset is the same."""
 
     def __post_init__(self) -> None:
         int_in("RFTConfig.rollouts", self.rollouts, 1, 1_000_000)
+        int_in("RFTConfig.workers", self.workers, 1, 256)
         if self.keep not in KEEP:
             raise ConfigError(f"RFTConfig.keep = {self.keep!r} must be one of {KEEP}")
         finite("RFTConfig.demo_fraction", self.demo_fraction, 0.0, 0.95)
@@ -68,6 +71,40 @@ class RFTConfig:
 def _lifted_goal(env: Any) -> bool:
     task = env.unwrapped.task
     return bool(task.subjects & task.lifted & task.held)
+
+
+def judge(recorder: Any, policy: Callable, seed: int, scene_id: str, keep: str,
+          min_segment: int) -> tuple[str, Any, str | None]:
+    """Roll ``policy`` out once: ``("success" | "segment", record, None)``, or ``("failed", None, failure mode)``."""
+    from rl.data.demos import episode_record
+    from rl.evalrun import MODE_ORDER, primary_mode
+
+    rec, info, grasp_end = _rollout(recorder, policy, seed, scene_id)
+    if info.get("success"):
+        return "success", episode_record(rec, recorder.states, recorder.ids, seed), None
+    if keep == "grasp_segments" and grasp_end >= min_segment:
+        return "segment", episode_record(_cut(rec, grasp_end), recorder.states, recorder.ids, seed), None
+    return "failed", None, primary_mode(False, {k: bool(info.get(k)) for k in MODE_ORDER})
+
+
+_WORKER: dict = {}
+"""A rollout process's env, recorder and policy (:func:`_worker_init`)."""
+
+
+def _worker_init(pack: str, env_kw: dict, slots: int, policy: str) -> None:
+    import torch
+
+    from rl.data.demos import PoseRecorder
+    from rl.envs import PickPlaceEnv
+    from rl.evalrun import make_policy
+
+    torch.set_num_threads(1)
+    recorder = PoseRecorder(PickPlaceEnv(pack, **env_kw), slots)
+    _WORKER.update(recorder=recorder, policy=make_policy(policy, recorder))
+
+
+def _worker_rollout(job: tuple) -> tuple[str, Any, str | None]:
+    return judge(_WORKER["recorder"], _WORKER["policy"], *job)
 
 
 def _rollout(recorder: Any, policy: Callable, seed: int, scene_id: str) -> tuple[dict, dict, int]:
@@ -99,7 +136,7 @@ def _cut(rec: dict, n: int) -> dict:
 def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os.PathLike, out: str | os.PathLike, *,
                 rollouts: int = 50, keep: str = "episodes", demo_fraction: float = 0.5, dr: DRConfig | None = None,
                 seed: int = 0, max_episode_steps: int = 300, min_segment: int = 10, overwrite: bool = False,
-                progress: bool = True) -> dict:
+                progress: bool = True, workers: int = 1) -> dict:
     """Build a rejection-fine-tuning dataset at ``out`` (see the module docstring).
 
     Args:
@@ -116,6 +153,8 @@ def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os
         min_segment: shortest grasp segment (frames) worth keeping.
         overwrite: replace a dataset already at ``out``.
         progress: a progress bar.
+        workers: rollout processes (``policy`` must then be a spec string); rollouts are kept in order, so the
+            dataset does not depend on it.
 
     Returns:
         ``{"out", "rollouts", "successes", "segments", "kept", "demo_episodes", "episodes", "frames", "failures"}``.
@@ -126,11 +165,11 @@ def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os
     """
     from tqdm import tqdm
 
-    from rl.data.demos import PoseRecorder, episode_record, feature_names
+    from rl.data.demos import PoseRecorder, feature_names
     from rl.data.reader import DemoDataset
     from rl.data.writer import DemoWriter
     from rl.envs import PickPlaceEnv
-    from rl.evalrun import MODE_ORDER, make_policy, primary_mode
+    from rl.evalrun import make_policy
 
     if keep not in KEEP:
         raise ConfigError(f"keep = {keep!r} must be one of {KEEP}")
@@ -138,31 +177,45 @@ def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os
         raise ConfigError(f"rollouts = {rollouts!r} must be an int in 1..1000000")
     if not 0.0 <= demo_fraction <= 0.95:
         raise ConfigError(f"demo_fraction = {demo_fraction} must be in [0, 0.95]")
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 256:
+        raise ConfigError(f"workers = {workers!r} must be an int in 1..256")
+    if workers > 1 and not isinstance(policy, str):
+        raise ConfigError("rollouts in worker processes need the policy as a spec string (a checkpoint folder, "
+                          "expert, ...), not a callable; use workers=1")
     src = DemoDataset(demos)
     slots = int(src.scenegen.get("environment_state_slots") or
                 src.features["observation.environment_state"]["shape"][0] // 7)
     mode = (src.scenegen.get("env_config") or {}).get("action_mode")
-    env = PickPlaceEnv(pack, image_keys=tuple(src.cameras), image_size=src.image_size or 128,
-                       pointcloud="observation.points" in src.features, max_episode_steps=max_episode_steps,
-                       dr=dr if dr is not None else DRConfig(), **({"action_mode": mode} if mode else {}))
+    env_kw = dict(image_keys=tuple(src.cameras), image_size=src.image_size or 128,
+                  pointcloud="observation.points" in src.features, max_episode_steps=max_episode_steps,
+                  dr=dr if dr is not None else DRConfig(), **({"action_mode": mode} if mode else {}))
+    env = PickPlaceEnv(pack, **env_kw)
     recorder = PoseRecorder(env, slots)
     ids = env.scene_ids
     kept: list = []
     failures: Counter = Counter()
     successes = segments = 0
     bar = tqdm(total=rollouts, desc="rft", unit="ep", disable=not progress)
+    jobs = [(seed + i, ids[i % len(ids)], keep, min_segment) for i in range(rollouts)]
+    pool = None
     try:
-        pol = make_policy(policy, recorder)
-        for i in range(rollouts):
-            rec, info, grasp_end = _rollout(recorder, pol, seed + i, ids[i % len(ids)])
-            if info.get("success"):
+        if workers > 1:
+            import multiprocessing as mp
+
+            pool = mp.get_context("spawn").Pool(workers, _worker_init, (str(pack), env_kw, slots, policy))
+            results = pool.imap(_worker_rollout, jobs, chunksize=1)
+        else:
+            pol = make_policy(policy, recorder)
+            results = (judge(recorder, pol, *job) for job in jobs)
+        for kind, record, mode_name in results:
+            if kind == "success":
                 successes += 1
-                kept.append(episode_record(rec, recorder.states, recorder.ids, seed + i))
-            elif keep == "grasp_segments" and grasp_end >= min_segment:
+                kept.append(record)
+            elif kind == "segment":
                 segments += 1
-                kept.append(episode_record(_cut(rec, grasp_end), recorder.states, recorder.ids, seed + i))
+                kept.append(record)
             else:
-                failures[primary_mode(False, {k: bool(info.get(k)) for k in MODE_ORDER})] += 1
+                failures[mode_name] += 1
             bar.update(1)
             bar.set_postfix(kept=len(kept))
         if not kept:
@@ -179,6 +232,8 @@ def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os
                 "env_config": {k: v for k, v in asdict(env.cfg).items() if k not in ("world", "dr")}}
         if "action_space" in src.scenegen:
             meta["action_space"] = src.scenegen["action_space"]
+        if pool is not None:  # this process's env ran no episode: the feature names need one
+            env.reset(seed=seed, options={"scene_id": ids[0]})
         writer = DemoWriter(out, src.fps, robot_type=src.robot_type, meta=meta, names=feature_names(env, slots),
                             image_format="video" if src.info.get("video_path") else "image", overwrite=overwrite)
         try:
@@ -190,6 +245,9 @@ def rft_dataset(policy: str | Callable, pack: str | os.PathLike, demos: str | os
             writer.close()
     finally:
         bar.close()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
         env.close()
     return {"out": str(writer.root), "rollouts": rollouts, "successes": successes, "segments": segments,
             "kept": len(kept), "demo_episodes": n_demo, "episodes": writer.num_episodes, "frames": writer.frames,

@@ -29,7 +29,7 @@ from scenegen.options import ConfigCommand, ConfigOptions, opt
 
 RFT = ConfigOptions("rl.rft:RFTConfig", [
     "rollouts", opt("keep", choices="KEEP"), "demo_fraction", "rollout_seed", "max_episode_steps", "min_segment",
-    "randomize"])
+    "randomize", "workers"])
 FINETUNE = ConfigOptions("rl.bc:BCConfig", [opt("steps", default=2000), opt("warmup_steps", default=100),
                                             *(f for f in BC_FIELDS if getattr(f, "path", f) not in
                                               ("steps", "warmup_steps"))])

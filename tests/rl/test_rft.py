@@ -29,6 +29,15 @@ def test_rft_dataset_mixes_kept_rollouts_with_demos(tmp_path_factory, tmp_path):
     ep = ds[len(ds) - 1]
     assert ep.actions.shape[1] == ds.action_dim == DemoDataset(tmp_path / "demos").action_dim and len(ep) >= 10
 
+    # two rollout processes: the same rollouts kept in the same order, the same dataset
+    s2 = rft_dataset("noisy-expert:0.6", pack.root, tmp_path / "demos", tmp_path / "rft2", rollouts=4,
+                     keep="grasp_segments", demo_fraction=0.5, max_episode_steps=150, progress=False, workers=2)
+    assert {k: v for k, v in s2.items() if k != "out"} == {k: v for k, v in s.items() if k != "out"}
+    ds2 = DemoDataset(tmp_path / "rft2")
+    assert all((ds2[i].actions == ds[i].actions).all() for i in range(len(ds)))
+    with pytest.raises(ConfigError, match="spec string"):
+        rft_dataset(lambda env: None, pack.root, tmp_path / "demos", tmp_path / "y", workers=2, progress=False)
+
     with pytest.raises(ConfigError, match="nothing to fine-tune on"):
         rft_dataset("random", pack.root, tmp_path / "demos", tmp_path / "none", rollouts=1, max_episode_steps=5,
                     progress=False)
