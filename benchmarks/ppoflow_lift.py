@@ -18,6 +18,11 @@ Per prompt (``--prompts``; one single-object and one multi-object by default):
    K on the pool and on the held-out scenes. Throughput and the time split come from its metrics.jsonl.
 6. ``latency``: per-chunk inference latency of the BC policy at K=10 and K=1, batch 1 and 64.
 
+With ``--rft-rollouts N``, ``rft`` runs first: ``scenegen train rft`` from the BC run (N rollouts on the pool
+under the default DR in ``--workers`` processes, the successes mixed with the demonstrations, ``--rft-steps``
+of BC fine-tuning), scored like BC (``eval_rft_k10_*``); ``--ppo-from bc rft`` then fine-tunes both with
+PPOFlow under the same budget (``ppo_k{K}`` from BC, ``ppo_rft_k{K}`` from RFT).
+
 Then ``ratio_numerics``: how far rescoring stored chains moves ``|ratio - 1|`` (the guard batch, and a
 shuffled minibatch with gradients), with and without ``strict_fp32``.
 
@@ -31,6 +36,7 @@ import argparse
 import json
 import os
 import platform
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -65,11 +71,12 @@ def evaluate(b: Bench, policy: str, pack: str, k: int) -> dict:
                                       "progress_ci95", "seconds", "failures")}
 
 
-def ppoflow(b: Bench, prompt: str, k: int, bc: str, train_pack: str) -> dict:
+def ppoflow(b: Bench, prompt: str, k: int, bc: str, train_pack: str, tag: str | None = None) -> dict:
     """Resume ``train ppoflow`` for K until its share of ``--ppo-minutes`` is used; the wall-clock accumulates."""
-    key = f"{slug(prompt)}/ppo_k{k}"
+    tag = tag or f"ppo_k{k}"
+    key = f"{slug(prompt)}/{tag}"
     base = b.work / slug(prompt)
-    run = base / f"ppo_k{k}"
+    run = base / tag
     used = b.state["ppo_seconds"].get(key, 0.0)
     total = b.args.ppo_minutes * 60
     while used < total:
@@ -153,16 +160,42 @@ def run_prompt(b: Bench, prompt: str) -> dict:
         for where in ("train", "held"):
             r[f"bc_k{k}_{where}"] = b.stage(f"{s}/eval_bc_k{k}_{where}",
                                             lambda k=k, w=where: evaluate(b, bc, packs[w], k))
-    for k in a.ks:
-        r[f"ppo_k{k}"] = b.stage(f"{s}/ppo_k{k}", lambda k=k: ppoflow(b, prompt, k, bc, packs["train"]), 90)
-        for where in ("train", "held"):
-            r[f"ppo_k{k}_{where}"] = b.stage(
-                f"{s}/eval_ppo_k{k}_{where}",
-                lambda k=k, w=where: evaluate(b, str(base / f"ppo_k{k}" / "policy"), packs[w], k))
-        for bk in a.bc_ks:  # against the BC policy at each K it was scored at (K=10: as trained)
+    starts = {"bc": bc}
+    if a.rft_rollouts:  # rejection fine-tuning of the BC policy, scored like it, and a start for PPOFlow too
+        rft_run = base / "rft"
+
+        def rft() -> dict:
+            try:
+                b.cli("train", "rft", "--init", bc, "--pack", packs["train"], "-o", str(rft_run), "--rollouts",
+                      str(a.rft_rollouts), "--workers", str(a.workers), "--steps", str(a.rft_steps), "--device",
+                      a.device, "--eval-every", "0", "--resume", "--no-progress", "--time-limit-s",
+                      str(int(b.left() - 30)))
+            except subprocess.CalledProcessError as exc:  # e.g. no rollout succeeded: a finding, not a crash
+                return {"error": f"train rft exited {exc.returncode} (see the log)"}
+            return _rft_done(rft_run, a.rft_steps)
+
+        r["rft"] = b.stage(f"{s}/rft", rft, 150)
+        if "error" not in r["rft"]:
             for where in ("train", "held"):
-                r[f"lift_k{k}_{where}_points_vs_bc_k{bk}"] = round(100 * (
-                    r[f"ppo_k{k}_{where}"]["success_rate"] - r[f"bc_k{bk}_{where}"]["success_rate"]), 1)
+                r[f"rft_k10_{where}"] = b.stage(f"{s}/eval_rft_k10_{where}",
+                                                lambda w=where: evaluate(b, str(rft_run), packs[w], 10))
+            starts["rft"] = str(rft_run)
+    for start in a.ppo_from:
+        if start not in starts:
+            print(f"no PPOFlow from {start}: it was not made (--rft-rollouts N, or its error above)", flush=True)
+            continue
+        for k in a.ks:
+            tag = f"ppo_k{k}" if start == "bc" else f"ppo_{start}_k{k}"  # (the first sessions' names for bc)
+            r[tag] = b.stage(f"{s}/{tag}", lambda k=k, st=start, tag=tag: ppoflow(
+                b, prompt, k, starts[st], packs["train"], tag), 90)
+            for where in ("train", "held"):
+                r[f"{tag}_{where}"] = b.stage(
+                    f"{s}/eval_{tag}_{where}",
+                    lambda k=k, w=where, tag=tag: evaluate(b, str(base / tag / "policy"), packs[w], k))
+            for bk in a.bc_ks:  # against the BC policy at each K it was scored at (K=10: as trained)
+                for where in ("train", "held"):
+                    r[f"lift_{tag}_{where}_points_vs_bc_k{bk}"] = round(100 * (
+                        r[f"{tag}_{where}"]["success_rate"] - r[f"bc_k{bk}_{where}"]["success_rate"]), 1)
     r["latency"] = b.stage(f"{s}/latency", lambda: latency(b, str(Path(bc) / "policy")))
     return r
 
@@ -236,6 +269,12 @@ def run(b: Bench) -> dict:
     return result
 
 
+def _rft_done(run: Path, steps: int) -> dict:
+    """The RFT stage is done once its fine-tuning reached ``steps``: its collection summary and the steps."""
+    out = _bc_done(run, steps)
+    return {**json.loads((run / "rft.json").read_text())["collect"], **out}
+
+
 def _bc_done(run: Path, steps: int) -> dict:
     """``train bc`` stops at its time limit too: the stage is done only once the last checkpoint reached ``steps``."""
     name = (run / "checkpoints" / "last.txt").read_text().strip()
@@ -257,6 +296,11 @@ def main() -> None:
     ap.add_argument("--image-size", type=int, default=64)
     ap.add_argument("--bc-steps", type=int, default=3000)
     ap.add_argument("--ks", type=int, nargs="+", default=[1], help="PPOFlow K values (e.g. 1 10)")
+    ap.add_argument("--rft-rollouts", type=int, default=0,
+                    help="rejection fine-tuning of the BC run first (train rft): rollouts on the pool (0: none)")
+    ap.add_argument("--rft-steps", type=int, default=2000, help="BC steps of the RFT fine-tuning")
+    ap.add_argument("--ppo-from", nargs="+", default=["bc"], choices=["bc", "rft"],
+                    help="PPOFlow start(s): the BC run and/or the RFT run")
     ap.add_argument("--bc-ks", type=int, nargs="+", default=[10, 1], help="K values the BC policy is scored at")
     ap.add_argument("--ppo-minutes", type=float, default=20.0, help="PPOFlow wall-clock per prompt and K")
     ap.add_argument("--ppo-args", default="--decisions-per-env 32 --minibatch-size 128 --clip-eps 0.01",
