@@ -12,6 +12,7 @@ every pose in a :class:`~scenegen.scene.Scene` is the asset-frame (URDF link) po
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,18 +58,61 @@ def _box_hull(ext: tuple[float, float, float]) -> np.ndarray:
                      for sx in (-1, 1) for sy in (-1, 1) for sz in (0, 1)])
 
 
+_NOT_DIGITS = str.maketrans("", "", "0123456789. -")
+
+
+def _plain(text: str, dots: int | None) -> bool:
+    """Whether ``text`` is single-spaced tokens of digits, each with an optional leading '-'.
+
+    ``dots`` is then the number of '.' in all (one a token for decimals, 0 for integers): each
+    token parses in C to exactly one number or stops the parse early (a short count).
+    """
+    if text.translate(_NOT_DIGITS) or (dots is not None and text.count(".") != dots) or "  " in text:
+        return False
+    return text.count("-") == text.count(" -") + text.startswith("-") and not text.startswith(" ") \
+        and not text.endswith(" ")
+
+
+def _parse(text: str, dtype: type, count: int) -> np.ndarray | None:
+    """``count`` space-separated numbers parsed in C (the values ``float``/``int`` give each), or None."""
+    if not text:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # a short read shows in the count
+        out = np.fromstring(text, dtype=dtype, sep=" ")
+    if len(out) != count or (dtype is np.int64 and len(out) and np.abs(out).max() >= 10**17):
+        return None
+    return out
+
+
+def _plain_vertices(rows: list[str]) -> np.ndarray | None:
+    """``v`` rows of exactly three decimal numbers, single-spaced (what the asset writer makes), else None."""
+    text = " ".join(rows)
+    if not all(r.count(" ") == 2 for r in rows) or not _plain(text, 3 * len(rows)):
+        return None
+    v = _parse(text, float, 3 * len(rows))
+    return None if v is None else v.reshape(-1, 3)
+
+
 def read_obj(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """Vertices (N x 3) and triangles (M x 3, fan-triangulated) of an OBJ file, read fast."""
     lines = path.read_text().splitlines()
-    vl = [ln[2:].split()[:3] for ln in lines if ln.startswith("v ")]
-    v = np.asarray(vl, dtype=float).reshape(-1, 3)
+    v = _plain_vertices([ln[2:] for ln in lines if ln.startswith("v ")])
+    if v is None:
+        vl = [ln[2:].split()[:3] for ln in lines if ln.startswith("v ")]
+        v = np.asarray(vl, dtype=float).reshape(-1, 3)
     fl = [ln[2:].split() for ln in lines if ln.startswith("f ")]
     f = None
     if fl and all(len(t) == 3 for t in fl):  # fast path: triangles only
         per = len(fl[0][0].split("/"))
-        flat = " ".join(" ".join(t) for t in fl).replace("//", "/0/").replace("/", " ").split()
-        if len(flat) == 3 * per * len(fl):
-            f = np.asarray(flat, dtype=np.int64).reshape(-1, 3 * per)[:, ::per]
+        joined = " ".join(" ".join(t) for t in fl).replace("//", "/0/").replace("/", " ")
+        ints = _parse(joined, np.int64, 3 * per * len(fl)) if _plain(joined, 0) else None
+        if ints is not None:
+            f = ints.reshape(-1, 3 * per)[:, ::per]
+        else:
+            flat = joined.split()
+            if len(flat) == 3 * per * len(fl):
+                f = np.asarray(flat, dtype=np.int64).reshape(-1, 3 * per)[:, ::per]
     if f is None:
         tri = []
         for toks in fl:

@@ -65,6 +65,14 @@ def corner_normals(mesh: trimesh.Trimesh, crease_deg: float = CREASE_DEG, chunk:
     return out
 
 
+def _rows(fmt: str, values: np.ndarray) -> str:
+    """``fmt`` applied to each row of ``values``, one line each (one ``%`` call over the whole array)."""
+    values = np.asarray(values)
+    if not len(values):
+        return ""
+    return ((fmt + "\n") * len(values) % tuple(values.ravel().tolist()))[:-1]
+
+
 def obj_text(mesh: trimesh.Trimesh, uv: np.ndarray | None = None, *, normals: bool = True,
              material: str | None = None) -> str:
     """OBJ text of a mesh: shared vertices, optional per-vertex UVs, crease-aware normals."""
@@ -73,29 +81,27 @@ def obj_text(mesh: trimesh.Trimesh, uv: np.ndarray | None = None, *, normals: bo
     out = []
     if material:
         out.append("mtllib visual.mtl")
-    out.append("\n".join(f"v {x:.8f} {y:.8f} {z:.8f}" for x, y, z in v))
+    out.append(_rows("v %.8f %.8f %.8f", v))
     if uv is not None:
-        out.append("\n".join(f"vt {a:.6f} {b:.6f}" for a, b in np.asarray(uv, dtype=float)[:, :2]))
+        out.append(_rows("vt %.6f %.6f", np.asarray(uv, dtype=float)[:, :2]))
     if normals and len(f):
         cn = corner_normals(mesh).reshape(-1, 3)
         uniq, inv = np.unique(np.round(cn, 5), axis=0, return_inverse=True)
-        out.append("\n".join(f"vn {x:.5f} {y:.5f} {z:.5f}" for x, y, z in uniq))
+        out.append(_rows("vn %.5f %.5f %.5f", uniq))
         ni = inv.reshape(-1, 3) + 1
     if material:
         out.append(f"usemtl {material}")
-    rows = []
-    for i, (a, b, c) in enumerate(f):
-        if normals:
-            na, nb, nc = ni[i]
-            if uv is not None:
-                rows.append(f"f {a}/{a}/{na} {b}/{b}/{nb} {c}/{c}/{nc}")
-            else:
-                rows.append(f"f {a}//{na} {b}//{nb} {c}//{nc}")
-        elif uv is not None:
-            rows.append(f"f {a}/{a} {b}/{b} {c}/{c}")
+    if normals and len(f):
+        if uv is not None:  # a/a/na b/b/nb c/c/nc
+            cols = np.stack([f[:, 0], f[:, 0], ni[:, 0], f[:, 1], f[:, 1], ni[:, 1], f[:, 2], f[:, 2], ni[:, 2]], 1)
+            out.append(_rows("f %d/%d/%d %d/%d/%d %d/%d/%d", cols))
         else:
-            rows.append(f"f {a} {b} {c}")
-    out.append("\n".join(rows))
+            out.append(_rows("f %d//%d %d//%d %d//%d", np.stack([f[:, 0], ni[:, 0], f[:, 1], ni[:, 1], f[:, 2],
+                                                                  ni[:, 2]], 1)))
+    elif uv is not None:
+        out.append(_rows("f %d/%d %d/%d %d/%d", np.repeat(f, 2, axis=1)))
+    else:
+        out.append(_rows("f %d %d %d", f))
     return "\n".join(x for x in out if x) + "\n"
 
 

@@ -119,8 +119,12 @@ def check_name(name: Any, what: str) -> str:
     return name
 
 
-def safe_path(root: Path, rel: Any, what: str = "path") -> Path:
+def safe_path(root: Path, rel: Any, what: str = "path", known: set[str] | None = None) -> Path:
     """Resolve a manifest path inside ``root`` (absolute and resolved), refusing any escape.
+
+    ``known`` (kept by the caller across calls over the same ``root``) holds the folders (relative
+    paths) already proven to be real folders inside ``root``: their parts are not checked again, and
+    a path whose folder is known needs no ``realpath`` (its last part is no link, so it cannot leave).
 
     Raises:
         PackError: ``rel`` is absolute, has a drive or scheme, a backslash, '.', '..' or an
@@ -134,14 +138,21 @@ def safe_path(root: Path, rel: Any, what: str = "path") -> Path:
     if any(p in ("", ".", "..") for p in parts):
         raise PackError(f"{what} {rel!r} contains '..', '.' or an empty part; the pack is unsafe, do not use it")
     full = root
-    for part in parts:  # a pack never holds links: refusing them all means no read can leave the pack
+    prefixes = ["/".join(parts[:i + 1]) for i in range(len(parts))] if known is not None else []
+    for i, part in enumerate(parts):  # a pack never holds links: refusing them all means no read can leave the pack
         full = full / part
+        if known is not None and prefixes[i] in known:
+            continue
         if full.is_symlink():
             raise PackError(f"{what} {rel!r} goes through a symbolic link ({full.relative_to(root).as_posix()} -> "
                             f"{os.readlink(full)}); a pack holds no links, so it is unsafe: do not use it")
+    if known is not None and len(parts) > 1 and prefixes[-2] in known:
+        return full
     real = os.path.realpath(full)
     if real != str(root) and not real.startswith(str(root).rstrip(os.sep) + os.sep):
         raise PackError(f"{what} {rel!r} resolves outside the pack (to {real}); the pack is unsafe, do not use it")
+    if known is not None:
+        known.update(prefixes[:-1])
     return full
 
 
@@ -310,11 +321,12 @@ def validate_manifest(root: Path, m: Any) -> None:
         ids = [e["id"] for e in m[kind]]
         if len(ids) != len(set(ids)):
             raise PackError(f"{MANIFEST} lists a {kind[:-1]} twice; regenerate the pack")
+        known: set[str] = set()  # folders already proven inside the pack: each path part is checked once
         for e in m[kind]:
             check_name(e["id"], f"{kind[:-1]} id")
-            safe_path(root, e["path"], f"{kind[:-1]} path")
+            safe_path(root, e["path"], f"{kind[:-1]} path", known)
             for rel in e["files"]:
-                safe_path(root, f"{e['path']}/{rel}", f"{kind[:-1]} file")
+                safe_path(root, f"{e['path']}/{rel}", f"{kind[:-1]} file", known)
     assets = {e["id"] for e in m["assets"]}
     for e in m["scenes"]:
         if e["files"].get("scene.json") != e["hash"]:

@@ -35,6 +35,7 @@ from scenegen.assets.collision.hulls import (
     covered,
     fit_to_bbox,
     merge_parts,
+    part_equations,
     proxy_gap,
 )
 from scenegen.assets.collision.primitives import primitive_mesh
@@ -78,12 +79,13 @@ def _finish(method: str, parts: list[trimesh.Trimesh], mesh: trimesh.Trimesh, co
     err = bbox_error(parts, mesh)
     if err > config.bbox_tolerance:
         return None
+    eqs = part_equations(parts) if cavity or method != "primitive" else None  # each hull once: probes, gap
     if cavity:
         probes = air_probes(mesh)
         if len(probes):
-            stats["probes_open"] = float(1.0 - covered(parts, probes).mean())
+            stats["probes_open"] = float(1.0 - covered(parts, probes, eqs).mean())
     stats[f"{method}_parts"] = len(parts)
-    stats["gap"] = proxy_gap(parts, np.asarray(mesh.vertices, dtype=float)) if method != "primitive" else None
+    stats["gap"] = proxy_gap(parts, np.asarray(mesh.vertices, dtype=float), eqs) if method != "primitive" else None
     return CollisionResult(method=method, parts=parts, primitive=prim, note=note, bbox_error=err,
                            seconds=seconds, cached=cached, stats=stats)
 

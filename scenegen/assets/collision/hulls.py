@@ -38,26 +38,46 @@ def _inside(equations: np.ndarray, points: np.ndarray, tol: float = 1e-7) -> np.
     return np.all(points @ equations[:, :3].T + equations[:, 3] <= tol, axis=1)
 
 
-def covered(parts: list[trimesh.Trimesh], points: np.ndarray) -> np.ndarray:
-    """Which points lie inside at least one convex part."""
-    out = np.zeros(len(points), dtype=bool)
+def part_equations(parts: list[trimesh.Trimesh]) -> list[np.ndarray | None]:
+    """Facet equations (``n . x + d <= 0`` inside) of each part's convex hull (None: a degenerate part)."""
+    out = []
     for p in parts:
         h = _hull(np.asarray(p.vertices, dtype=float))
-        if h is not None:
-            out |= _inside(h.equations, points)
+        out.append(None if h is None else h.equations)
     return out
 
 
-def proxy_gap(parts: list[trimesh.Trimesh], points: np.ndarray) -> float:
-    """How far (m) the farthest point lies outside every part (0 when all are covered)."""
+def covered(parts: list[trimesh.Trimesh], points: np.ndarray,
+            equations: list[np.ndarray | None] | None = None) -> np.ndarray:
+    """Which points lie inside at least one convex part (``equations``: :func:`part_equations` of them)."""
+    out = np.zeros(len(points), dtype=bool)
+    for eq in part_equations(parts) if equations is None else equations:
+        if eq is not None:
+            out |= _inside(eq, points)
+    return out
+
+
+def proxy_gap(parts: list[trimesh.Trimesh], points: np.ndarray,
+              equations: list[np.ndarray | None] | None = None) -> float:
+    """How far (m) the farthest point lies outside every part (0 when all are covered).
+
+    A point found inside a part (distance <= 0) can no longer raise the answer, so it leaves the
+    points measured against the remaining parts: the same answer for much less arithmetic.
+    """
+    if not len(points):
+        return 0.0
     best = np.full(len(points), np.inf)
-    for p in parts:
-        h = _hull(np.asarray(p.vertices, dtype=float))
-        if h is None:
+    for eq in part_equations(parts) if equations is None else equations:
+        if eq is None:
             continue
-        dist = np.max(points @ h.equations[:, :3].T + h.equations[:, 3], axis=1)
+        dist = np.max(points @ eq[:, :3].T + eq[:, 3], axis=1)
         best = np.minimum(best, dist)
-    return float(max(0.0, best.max())) if len(points) else 0.0
+        outside = best > 0
+        if not outside.all():
+            points, best = points[outside], best[outside]
+            if not len(points):
+                return 0.0
+    return float(max(0.0, best.max()))
 
 
 def air_probes(mesh: trimesh.Trimesh, grid: int = 21, min_depth: float = 0.1) -> np.ndarray:

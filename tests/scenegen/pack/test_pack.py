@@ -372,6 +372,21 @@ def test_symlink_out_of_the_pack_is_refused(tmp_path, scenes, assets):
         load_pack(pack.root)
 
 
+def test_a_linked_folder_deep_in_an_asset_is_refused_after_its_first_files(tmp_path, scenes, assets):
+    # the manifest check proves each folder once; a link below a proven folder must still be found
+    pack = write_pack(tmp_path / "pack", scenes[:1])
+    folder = pack.root / "assets" / assets["bowl"].id
+    listed = pack.manifest["assets"][[e["id"] for e in pack.manifest["assets"]].index(assets["bowl"].id)]["files"]
+    deep = sorted({rel.rsplit("/", 1)[0] for rel in listed if "/" in rel})
+    assert deep and sorted(listed)[0] == "asset.json"   # a file of the folder comes before the sub-folder
+    outside = tmp_path / "outside"
+    shutil.copytree(folder / deep[0], outside)
+    shutil.rmtree(folder / deep[0])
+    (folder / deep[0]).symlink_to(outside, target_is_directory=True)
+    with pytest.raises(PackError, match=f"goes through a symbolic link \\({'assets/' + assets['bowl'].id}/{deep[0]}"):
+        load_pack(pack.root)
+
+
 def test_asset_file_references_outside_are_refused(tmp_path, scenes, assets):
     pack = write_pack(tmp_path / "pack", scenes[:1])
     urdf = pack.root / "assets" / assets["bowl"].id / "model.urdf"
