@@ -39,6 +39,7 @@ from scenegen.tasks.carry import stand_up, tilted
 from scenegen.tasks.grasps import TABLE_CLEARANCE, grasp_mesh
 from scenegen.tasks.mugturn import HandleGrasp, MugTurn, turn_plan
 from scenegen.tasks.plan import YAW_RANGE, top_of_others
+from scenegen.tasks.swingcheck import pick_swing_yaw
 from scenegen.tasks.tracker import world_goal_holds
 
 _DOWN = np.array([0.0, 0.0, -1.0])
@@ -46,6 +47,8 @@ BACKOFF = 0.08
 """How far (m) the open hand starts behind, and backs off from, a horizontal grasp."""
 SWING_STEP = 0.12
 """Largest turn (rad) of the commanded hand per step while a mug swings over."""
+SWING_CLEARANCE = 0.012
+"""Least height (m) of a swinging mug's lowest point above the table (the hand rises when it would dip lower)."""
 
 
 def has_handle(asset: Asset) -> bool:
@@ -204,7 +207,11 @@ class FlipSkill(MugTurn):
         self.swing1 = -self.swing0
         self.yaw = closing_yaw(g.axis, ctrl.target_yaw, ctrl.home_yaw)
         self.axis_xy = self.point[:2] + g.approach[:2] * g.lever  # the mug's axis, to put it back there
-        self._plan_turn(turn_plan(g, np.asarray(w.scene.robot_base.position[:2]), ctrl.home_yaw) if turn else None)
+        plan = turn_plan(g, np.asarray(w.scene.robot_base.position[:2]), ctrl.home_yaw) if turn else None
+        other = self.yaw - math.copysign(math.pi, self.yaw - ctrl.home_yaw)  # the same pinch, fingers swapped
+        if plan is None and abs(other - ctrl.home_yaw) <= YAW_RANGE:  # the yaw whose swing the arm can make
+            self.yaw = pick_swing_yaw(ctrl, g, [self.yaw, other], self.swing0, BACKOFF, self.hover)
+        self._plan_turn(plan)
 
     # ------------------------------------------------------------------ helpers
     def _set(self, phase: str) -> None:
@@ -219,6 +226,13 @@ class FlipSkill(MugTurn):
     def _bottom(self) -> float:
         w = self.env.world
         return z_range(w.pose(self.node), tuple(w.assets[self.node].extents))[0]
+
+    def _lowest(self) -> float:
+        """World z of the subject's lowest mesh vertex (its box's corners reach far lower when it is tilted)."""
+        w = self.env.world
+        pose = w.pose(self.node)
+        verts = grasp_mesh(w.assets[self.node])[0]
+        return float((verts @ quat_matrix(pose.orientation)[2]).min() + pose.position[2])
 
     def _stalled(self, z: float) -> bool:
         self._stall = self._stall + 1 if z > self._last_z - 0.001 else 0
@@ -343,6 +357,8 @@ class FlipSkill(MugTurn):
             # the second half lowers the mug, so that a mug lagging the hand lands on its base edge and tips upright
             low = self.table + self.hg.height + 0.01
             z = self.lift_z if theta > 0 else self.lift_z + (low - self.lift_z) * min(1.0, -theta / (math.pi / 2))
+            # but never into the table: a mug touching it while held is twisted in the fingers and pulled out
+            z = max(z, pos[2] + self.table + SWING_CLEARANCE - self._lowest())
             return self._move(np.array([*xy, z]), self.yaw, True, 0.6, nxt)
         if self.phase == "lower":
             return self._lower(self.swing1, self._mug_xy())
