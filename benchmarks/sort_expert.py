@@ -6,12 +6,17 @@ no QA: the expert is what is measured), then the expert runs once on each scene
 Wilson interval; progress (parts in their compartment / parts to sort): bootstrap interval.
 
     .venv/bin/python benchmarks/sort_expert.py -n 20 --out benchmarks/sort_expert.json
+
+An existing ``--out`` file is merged into: only the prompts run are replaced (each with the command
+and date that made it); its other prompts and keys are kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
+import shlex
 import sys
 import tempfile
 import time
@@ -54,7 +59,7 @@ def measure(prompt: str, n: int, seed: int, work: Path, max_steps: int) -> dict:
 
 
 def main() -> None:
-    """Run every prompt of :data:`PROMPTS` (or the ones named) and write the results as JSON."""
+    """Run every prompt of :data:`PROMPTS` (or the ones named) and merge the results into the JSON file."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", type=int, default=20, help="scenes per prompt")
     ap.add_argument("--seed", type=int, default=0)
@@ -62,11 +67,14 @@ def main() -> None:
     ap.add_argument("--only", choices=sorted(PROMPTS), action="append", help="run only these prompts")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "sort_expert.json")
     args = ap.parse_args()
-    out = {}
+    out = json.loads(args.out.read_text()) if args.out.exists() else {}
+    made = {"command": shlex.join([".venv/bin/python", "benchmarks/sort_expert.py", *sys.argv[1:]]),
+            "date": datetime.date.today().isoformat()}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.only or PROMPTS:
-            out[name] = measure(PROMPTS[name], args.n, args.seed, Path(tmp) / name.replace(" ", "_"), args.max_steps)
-            print(name, {k: v for k, v in out[name].items() if k != "rows"}, flush=True)
+            res = measure(PROMPTS[name], args.n, args.seed, Path(tmp) / name.replace(" ", "_"), args.max_steps)
+            out[name] = {**made, **res}
+            print(name, {k: v for k, v in res.items() if k != "rows"}, flush=True)
     args.out.write_text(json.dumps(out, indent=1) + "\n")
 
 

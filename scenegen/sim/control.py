@@ -16,7 +16,10 @@ Two action modes (:data:`ACTION_MODES`), every component in [-1, 1]:
   *yaw* (within home yaw +- ``yaw_limit``): ``R = S(tilt) Rz(yaw) Rx(pi)``.
 - ``ee5``: ``(dx, dy, dz, dyaw, gripper)``, the gripper always pointing down (no tilt).
 
-``gripper > 0`` closes the fingers, ``<= 0`` opens them.
+``gripper > 0`` closes the fingers, ``<= 0`` opens them. A close below :data:`GENTLE_GRIP` is a gentle one:
+the fingers move at most ``gripper`` m/s (the expert closes on light objects at 0.05), so the action alone says
+how the fingers close and a policy trained on recorded actions can do the same; from :data:`GENTLE_GRIP` up
+they close at full speed.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ DEFAULT_ACTION_MODE = "ee7"
 ACTION_DIM = len(ACTION_MODES[DEFAULT_ACTION_MODE])
 """Size of the default (``ee7``) action."""
 _DOWN = np.array([0.0, 0.0, -1.0])
+_FREE_FINGERS = 1e9
+"""Finger velocity clamp (m/s) that lifts a gentle close's clamp."""
+GENTLE_GRIP = 0.5
+"""Gripper commands in ``(0, GENTLE_GRIP)`` close the fingers at most that fast (m/s); from here up at full speed."""
 
 
 def action_dim(mode: str) -> int:
@@ -248,6 +255,9 @@ class ArmController:
         self.target_yaw = 0.0
         self.target_swing = np.zeros(3)
         self.closed = False
+        self.finger_speed: float | None = None
+        """Largest finger speed (m/s) of this step's close (its gripper command, under :data:`GENTLE_GRIP`), or None."""
+        self._finger_clamp = False
         self.reset()
         self.home_pos = self.target_pos.copy()
         self.home_yaw = self.target_yaw
@@ -318,6 +328,7 @@ class ArmController:
         self.target_pos = np.clip(self.target_pos + action[:3] * self.cfg.max_delta, self.low, self.high)
         self._rotate(action)
         self.closed = bool(action[-1] > 0)
+        self.finger_speed = float(action[-1]) if 0 < action[-1] < GENTLE_GRIP else None
         kw = {"lowerLimits": self.lower, "upperLimits": self.upper, "jointRanges": self.ranges,
               "restPoses": self.rest, "maxNumIterations": self.cfg.ik_iterations, "residualThreshold": 1e-4}
         orn = down_quat(self.target_yaw) if not np.any(self.target_swing) else matrix_to_quat(self.target_rotation)
@@ -333,5 +344,13 @@ class ArmController:
                                     forces=self.arm_forces, positionGains=[self.cfg.arm_gain] * len(arm),
                                     physicsClientId=c)
         fingers = self.finger_closed if self.closed else self.finger_open
-        p.setJointMotorControlArray(rid, self.finger_joints, p.POSITION_CONTROL, targetPositions=fingers,
-                                    forces=[self.cfg.finger_force] * len(fingers), physicsClientId=c)
+        if self.finger_speed is None and not self._finger_clamp:
+            p.setJointMotorControlArray(rid, self.finger_joints, p.POSITION_CONTROL, targetPositions=fingers,
+                                        forces=[self.cfg.finger_force] * len(fingers), physicsClientId=c)
+            return
+        # PyBullet keeps a motor's velocity clamp until it is set again: a gentle close's clamp is lifted here
+        speed = _FREE_FINGERS if self.finger_speed is None else self.finger_speed
+        for j, t in zip(self.finger_joints, fingers, strict=True):
+            p.setJointMotorControl2(rid, j, p.POSITION_CONTROL, targetPosition=t, force=self.cfg.finger_force,
+                                    maxVelocity=speed, physicsClientId=c)
+        self._finger_clamp = self.finger_speed is not None

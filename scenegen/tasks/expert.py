@@ -135,14 +135,15 @@ class ScriptedExpert:
               swing: np.ndarray | None = None) -> np.ndarray:
         """The env's action toward an end-effector position, gripper yaw and swing (None: pointing down).
 
-        In ``ee5`` mode the swing is ignored (the gripper cannot tilt).
+        In ``ee5`` mode the swing is ignored (the gripper cannot tilt). A grasp of a light object closes and
+        holds gently (its finger speed as the gripper command, see :mod:`scenegen.sim.control`).
         """
         ctrl, cfg = self.env.controller, self.env.cfg
         d = (np.asarray(waypoint, dtype=float) - ctrl.target_pos) / cfg.max_delta
         d = d * min(1.0, speed / max(1e-9, float(np.abs(d).max()))) if np.abs(d).max() > speed else d
         # turn inside the controller's yaw band (home +- yaw_limit), never across its ends
         dyaw = (ctrl.home_yaw + wrap(yaw - ctrl.home_yaw) - ctrl.target_yaw) / cfg.max_yaw_delta
-        grip = [1.0 if close else -1.0]
+        grip = [((self.grasp and self.grasp.finger_speed) or 1.0) if close else -1.0]
         if cfg.action_mode == "ee5":
             return np.concatenate([np.clip(d, -speed, speed), [np.clip(dyaw, -1, 1)], grip]).astype(np.float32)
         want = np.zeros(3) if swing is None else np.asarray(swing, dtype=float)

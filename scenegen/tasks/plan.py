@@ -26,6 +26,10 @@ from scenegen.tasks.bins import flat_axes, holder, raised, slot_drop, surface_un
 from scenegen.tasks.grasps import grasp_mesh, is_long, rim_grasp, section_grasp
 from scenegen.tasks.tracker import node_body
 
+GENTLE_MASS = 0.03
+"""Objects lighter than this (kg) are closed on gently: free fingers slam into them and squeeze them out."""
+GENTLE_SPEED = 0.05
+"""Finger speed (m/s) of a gentle close (about 5 mm of width per 20 Hz step)."""
 FINGER_DEPTH = 0.03
 """How far (m) below an object's top the fingertips may go before the hand touches it."""
 _DIRS = {"left_of": (0.0, 1.0), "right_of": (0.0, -1.0), "in_front_of": (-1.0, 0.0), "behind": (1.0, 0.0)}
@@ -43,6 +47,8 @@ class Grasp:
     """Object width between the fingers (m)."""
     mode: str
     """``top``, ``side`` or ``rim``."""
+    finger_speed: float | None = None
+    """Largest finger speed (m/s) of the close, None: free (see :func:`close_speed`)."""
 
 
 YAW_RANGE = 1.9
@@ -84,7 +90,7 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
         (point, axis, width), mode = measured
         point = np.asarray(point, dtype=float)
         natural = wrap(home_yaw + math.atan2(point[1], point[0]))
-        return Grasp(point, _yaw_for_axis(axis, natural, home_yaw), float(width), mode)
+        return Grasp(point, _yaw_for_axis(axis, natural, home_yaw), float(width), mode, close_speed(asset))
     hint = dict(asset.grasp or {})
     mode = str(hint.get("mode", "top"))
     height = float(hint.get("height", ext[2] / 2))
@@ -104,7 +110,7 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
                 axis = rot[:, ax]
                 point = np.asarray(pose.position) + rot @ np.array([0.0, 0.0, h])
                 natural = wrap(home_yaw + math.atan2(point[1], point[0]))
-                return Grasp(point, _yaw_for_axis(axis, natural, home_yaw), width, "top")
+                return Grasp(point, _yaw_for_axis(axis, natural, home_yaw), width, "top", close_speed(asset))
     if mode == "top":
         z = min(point[2], top - 0.008)
     else:
@@ -116,7 +122,12 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
     yaw = _yaw_for_axis(axis, natural, home_yaw)
     if mode != "rim" and abs(ext[0] - ext[1]) < 0.15 * max(ext[0], ext[1]):  # round: any yaw grips it
         yaw = _clearest_yaw(world, node, point, max_opening, natural, yaw, home_yaw)
-    return Grasp(point, yaw, width, mode)
+    return Grasp(point, yaw, width, mode, close_speed(asset))
+
+
+def close_speed(asset: Asset) -> float | None:
+    """Finger speed limit (m/s) for closing on ``asset``: :data:`GENTLE_SPEED` below :data:`GENTLE_MASS`, else None."""
+    return GENTLE_SPEED if asset.mass < GENTLE_MASS else None
 
 
 def _clearest_yaw(world: World, node: str, point: np.ndarray, opening: float, natural: float,

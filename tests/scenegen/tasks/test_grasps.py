@@ -24,9 +24,7 @@ from scenegen.tasks.plan import plan_grasp
 from tests.helpers.scene_assets import FAST, cache_dir
 
 GRASPABLE = sorted(c.name for c in load_catalog() if c.graspable)
-KNOWN = {("sponge", 0.0): "the 6 g sponge at its smallest is squeezed out of the pinch: the fingers close 48 mm in "
-                          "one control step and slam into it (0 of 4 seeds hold; with the finger motors capped at "
-                          "0.05 m/s all 4 hold, but the mug flip then fails 17 of 24)"}
+KNOWN: dict[tuple[str, float], str] = {}
 """Known failures, kept strict: the test fails when one starts to pass, so the list stays true."""
 
 
