@@ -329,7 +329,7 @@ class ScriptedExpert:
                 if world_goal_holds(w, goal):
                     self.goal_index, self.tries = self.goal_index + 1, 0
                     # after standing a subject up, the tilted arm goes home before the next goal (IK branch)
-                    self._set("home" if self.swing is not None else "plan")
+                    self._set("home" if self.swing is not None and self.goal_index < len(self.goals) else "plan")
                 elif self.count < 45:  # the subject may still be settling
                     return self._move(wp, ctrl.target_yaw, False, swing=self.swing)
                 else:
