@@ -113,7 +113,10 @@ def light_asset(asset: Asset, max_faces: int) -> Asset:
     if asset.path is None or asset.visual_faces <= max_faces:
         return asset
     src_urdf = asset.urdf_path
-    key = hashlib.sha256(f"{asset.id}:{asset.path}:{max_faces}:{_METHOD}".encode()).hexdigest()[:20]
+    # the copy's URDF points at the source's collision files by absolute path, so the key covers what they are
+    # now (a pack regenerated at the same path with other parts must not find a copy pointing at missing files)
+    source = hashlib.sha256(src_urdf.read_bytes() + asset.file(asset.visual).read_bytes()).hexdigest()
+    key = hashlib.sha256(f"{asset.id}:{asset.path}:{max_faces}:{_METHOD}:{source}".encode()).hexdigest()[:20]
     folder = Path(tempfile.gettempdir()) / "scenegen_light_assets" / key
     urdf = folder / "model.urdf"
     visual_ref = Path(asset.visual).as_posix()

@@ -409,3 +409,28 @@ def test_light_assets_keep_physics_and_cut_triangles(pack):
     v2, f2 = cluster_decimate(sphere.vertices, sphere.faces, 300)
     assert len(sphere.faces) > 5000 and 50 < len(f2) <= 300
     np.testing.assert_allclose(v2.max(axis=0), 0.05, atol=0.006)
+
+
+def test_a_light_copy_follows_its_source_files(pack, tmp_path):
+    """A pack regenerated at the same path with other collision parts gets a new copy, not a stale one."""
+    import shutil
+    from dataclasses import replace
+    from pathlib import Path
+
+    from scenegen.sim.light_assets import light_asset
+
+    big = max((pack.asset(a) for a in pack.asset_ids), key=lambda a: a.visual_faces)
+    folder = tmp_path / "asset"
+    shutil.copytree(big.path, folder)
+    src = replace(big, path=folder)
+    first = light_asset(src, 600)
+    assert Path(first.urdf_path).parent != Path(big.urdf_path).parent
+    urdf = src.urdf_path
+    text = urdf.read_text()
+    part = next(r for r in (m.split('"')[0] for m in text.split('filename="')[1:]) if r.startswith("collision/"))
+    urdf.write_text(text.replace(f'filename="{part}"', 'filename="collision/renamed.obj"', 1))
+    (folder / part).rename(folder / "collision" / "renamed.obj")
+    second = light_asset(src, 600)
+    assert second.urdf_path != first.urdf_path
+    refs = [r.split('"')[0] for r in Path(second.urdf_path).read_text().split('filename="')[1:]]
+    assert all(Path(r).is_file() for r in refs), refs
