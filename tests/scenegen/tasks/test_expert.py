@@ -158,7 +158,7 @@ def test_expert_episodes_repeat_exactly_after_contact_rich_history(pack):
 
 
 def test_the_last_goal_reached_after_a_stand_up_ends_the_plan_without_an_error(env, pack, monkeypatch):
-    """After the last goal holds, a tilted arm (a subject was stood up) must not go 'home' to a goal that is not there."""
+    """After the last goal holds, a tilted arm (a subject stood up) must not go 'home' to a goal that is not there."""
     import scenegen.tasks.expert as expert_mod
 
     env.reset(seed=0, options={"scene_id": pack.scene_ids[0]})
