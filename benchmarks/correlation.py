@@ -81,9 +81,11 @@ def run_one(spec: str, cond: str, set_dir: str, keys: tuple[str, ...], image_siz
     torch.set_num_threads(1)
     t = time.perf_counter()
     res, _ = run_evalset(set_dir, spec, image_keys=keys, image_size=image_size, progress=False)
+    row = summary(spec, cond, res, time.perf_counter() - t)
     if run_dir:
         write_run(run_dir, res)
-    return summary(spec, cond, res, time.perf_counter() - t)
+        (Path(run_dir) / "row.json").write_text(json.dumps(row))  # a resumed call reports it as it was measured
+    return row
 
 
 def main(argv: list[str] | None = None) -> dict | None:
@@ -128,8 +130,8 @@ def main(argv: list[str] | None = None) -> dict | None:
     for spec in policies:
         for cond, set_dir in (("nominal", nominal), ("target", target)):
             run_dir = Path(a.runs_dir) / cond / label(spec).replace(":", "_").replace("/", "_") if a.runs_dir else None
-            if run_dir is not None and (run_dir / "result.json").is_file():  # a finished run of an earlier call
-                runs[spec, cond] = summary(spec, cond, json.loads((run_dir / "result.json").read_text()), 0.0)
+            if run_dir is not None and (run_dir / "row.json").is_file():  # a finished run of an earlier call
+                runs[spec, cond] = json.loads((run_dir / "row.json").read_text())
             else:
                 todo.append((spec, cond, set_dir, run_dir and str(run_dir)))
     if todo:
