@@ -196,7 +196,8 @@ def run_prompt(b: Bench, prompt: str) -> dict:
                 for where in ("train", "held"):
                     r[f"lift_{tag}_{where}_points_vs_bc_k{bk}"] = round(100 * (
                         r[f"{tag}_{where}"]["success_rate"] - r[f"bc_k{bk}_{where}"]["success_rate"]), 1)
-    r["latency"] = b.stage(f"{s}/latency", lambda: latency(b, str(Path(bc) / "policy")))
+    if a.bc_ks:
+        r["latency"] = b.stage(f"{s}/latency", lambda: latency(b, str(Path(bc) / "policy")))
     return r
 
 
@@ -265,7 +266,8 @@ def run(b: Bench) -> dict:
     for prompt in a.prompts:
         result["prompts"][prompt] = run_prompt(b, prompt)
     first = Path(a.init_bc or b.work / slug(a.prompts[0]) / "bc") / "policy"
-    result["ratio_numerics"] = b.stage("ratio_numerics", lambda: numerics(b, str(first)))
+    if not a.no_numerics:
+        result["ratio_numerics"] = b.stage("ratio_numerics", lambda: numerics(b, str(first)))
     return result
 
 
@@ -301,13 +303,15 @@ def main() -> None:
     ap.add_argument("--rft-steps", type=int, default=2000, help="BC steps of the RFT fine-tuning")
     ap.add_argument("--ppo-from", nargs="+", default=["bc"], choices=["bc", "rft"],
                     help="PPOFlow start(s): the BC run and/or the RFT run")
-    ap.add_argument("--bc-ks", type=int, nargs="+", default=[10, 1], help="K values the BC policy is scored at")
+    ap.add_argument("--bc-ks", type=int, nargs="*", default=[10, 1],
+                    help="K values the BC policy is scored at (none: not scored here, e.g. by a parallel call)")
     ap.add_argument("--ppo-minutes", type=float, default=20.0, help="PPOFlow wall-clock per prompt and K")
     ap.add_argument("--ppo-args", default="--decisions-per-env 32 --minibatch-size 128 --clip-eps 0.01",
                     help="extra `train ppoflow` options (the same every call: --resume checks)")
     ap.add_argument("--num-envs", type=int, default=16)
     ap.add_argument("--workers", type=int, default=16, help="env processes for packs and evaluation")
     ap.add_argument("--eval-episodes", type=int, default=100)
+    ap.add_argument("--no-numerics", action="store_true", help="skip the ratio_numerics stage")
     ap.add_argument("--eval-seed", type=int, default=1_000_000)
     ap.add_argument("--out", default=str(Path(__file__).with_name("ppoflow_lift.json")))
     ap.add_argument("--init-bc", default=None, help="start from this BC run (skips pack, demos and bc; one prompt)")
