@@ -75,6 +75,8 @@ class BCConfig:
     """Env processes of each rollout evaluation."""
     eval_pack: str | None = None
     """Pack of the rollout evaluations (None: the pack the dataset was recorded from)."""
+    eval_dr: str | None = None
+    """DR.json (of ``scenegen dr propose``) of the rollout evaluations (None: nominal scenes)."""
     time_limit_s: float = 0.0
     """Stop (with a checkpoint) after this many seconds of this run (0: no limit); resume with ``--resume``."""
     augment: AugmentConfig = field(default_factory=AugmentConfig)
@@ -243,6 +245,10 @@ def train_bc(demos: str | os.PathLike, out: str | os.PathLike, policy_cfg: FlowV
     from rl.policies.modeling_flow_vla import FlowVLA
 
     cfg = cfg or BCConfig()
+    if cfg.eval_dr:  # a bad DR file fails now, not at the first evaluation
+        from rl.guided_dr import load_dr
+
+        load_dr(cfg.eval_dr)
     run = Path(out)
     ds = DemoDataset(demos)
     from scenegen.sim.robots import robot_names
@@ -308,13 +314,15 @@ def train_bc(demos: str | os.PathLike, out: str | os.PathLike, policy_cfg: FlowV
 
     def evaluate_now() -> dict:
         from rl.evaluate import evaluate
+        from rl.guided_dr import load_dr
 
         pack = cfg.eval_pack or ds.scenegen.get("pack")
         if not pack or not Path(pack).is_dir():
             raise ConfigError(f"rollout evaluation needs a pack: the dataset's ({pack}) is not here; pass --eval-pack")
         ema.eval()
         ema.provenance = provenance
-        rep = evaluate(ema, pack, cfg.eval_episodes, workers=cfg.eval_workers, device=device)
+        extra = {"dr": load_dr(cfg.eval_dr)} if cfg.eval_dr else {}
+        rep = evaluate(ema, pack, cfg.eval_episodes, workers=cfg.eval_workers, device=device, **extra)
         return {k: rep[k] for k in ("success_rate", "success_ci95", "progress", "progress_ci95", "episodes")}
 
     use_amp = device == "cuda" and cfg.bf16

@@ -37,6 +37,8 @@ ENV_OPTIONS = ConfigOptions("rl.envs.config:EnvConfig", [
 @click.option("--max-attempts", type=int, default=None, help="Episodes to try at most (default 3n + 5).")
 @ENV_OPTIONS.only("pointcloud", "action_mode")
 @click.option("--randomize/--no-randomize", default=False, help="Domain randomization on.")
+@click.option("--dr", "dr_file", type=click.Path(dir_okay=False), default=None,
+              help="DR.json of `scenegen dr propose`: record under its randomization (implies --randomize).")
 @click.option("--image-format", type=click.Choice(["video", "image"]), default="video", show_default=True,
               help="Cameras as mp4 video (H.264 4:4:4) or as PNG images inside the data parquet (lossless).")
 @click.option("--episodes-per-file", type=int, default=50, show_default=True,
@@ -44,14 +46,17 @@ ENV_OPTIONS = ConfigOptions("rl.envs.config:EnvConfig", [
 @click.option("--workers", type=int, default=1, show_default=True,
               help="Recording processes (episodes are written in attempt order: the same dataset).")
 @click.option("--overwrite", is_flag=True, help="Replace a dataset already in the folder.")
-def demos(pack: str, n: int, out: str, seed: int, max_attempts: int | None, randomize: bool, image_format: str,
-          episodes_per_file: int, workers: int, overwrite: bool, **env_kw: object) -> None:
+def demos(pack: str, n: int, out: str, seed: int, max_attempts: int | None, randomize: bool, dr_file: str | None,
+          image_format: str, episodes_per_file: int, workers: int, overwrite: bool, **env_kw: object) -> None:
     """Record N successful scripted-expert episodes of PACK's scenes into OUT (a LeRobot v3.0 dataset)."""
+    from rl.guided_dr import dr_from_options
+
     cfg = ENV_OPTIONS.to_config(env_kw)  # validates the env settings before the pack is opened
+    dr = dr_from_options(randomize or bool(dr_file), dr_file)
     s = record_demos(pack, n, out, seed=seed, image_size=cfg.image_size, cameras=cfg.image_keys,
                      max_steps=cfg.max_episode_steps, max_attempts=max_attempts, pointcloud=cfg.pointcloud,
                      randomize=randomize, overwrite=overwrite, image_format=image_format,
-                     episodes_per_file=episodes_per_file, action_mode=cfg.action_mode, workers=workers)
+                     episodes_per_file=episodes_per_file, action_mode=cfg.action_mode, workers=workers, dr=dr)
     fails = ", ".join(f"{k} x{v}" for k, v in sorted(s["failures"].items())) or "none"
     click.echo(f"saved {s['saved']} episodes ({s['frames']} frames) to {s['out']} after {s['attempts']} attempts; "
                f"failures: {fails}")
@@ -85,7 +90,7 @@ BC_FIELDS = (
     "steps", "batch_size", "lr", "weight_decay", "warmup_steps", "ema_decay", "grad_clip",
     opt("device", choices="DEVICES"), "bf16", "seed",
     "episodes", "log_every", "checkpoint_every", "eval_every", "eval_episodes", "eval_workers", "eval_pack",
-    "time_limit_s", opt("augment.enabled", flag="--augment/--no-augment", name="augment_enabled"),
+    "eval_dr", "time_limit_s", opt("augment.enabled", flag="--augment/--no-augment", name="augment_enabled"),
     opt("augment.shift", flag="--aug-shift"), opt("augment.brightness", flag="--aug-brightness"),
     opt("augment.contrast", flag="--aug-contrast"), opt("augment.saturation", flag="--aug-saturation"),
 )

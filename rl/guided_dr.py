@@ -162,3 +162,31 @@ def load_dr(path: str | os.PathLike) -> DRConfig:
         return DRConfig(**{**d, "weights": w})
     except TypeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def dr_from_options(randomize: bool, dr_file: str | os.PathLike | None, off: DRConfig | None = None) -> DRConfig | None:
+    """The domain randomization a command's ``--randomize/--no-randomize`` and ``--dr FILE`` options ask for.
+
+    Args:
+        randomize: DR on (the command's flag).
+        dr_file: a ``DR.json`` (of ``scenegen dr propose``) whose weights replace the defaults, or None.
+        off: what "no randomization" is for this command (None, or e.g. :meth:`DRConfig.off`).
+
+    Returns:
+        ``off`` without DR; the file's :class:`DRConfig`, else ``DRConfig()`` (the defaults), with it.
+
+    Raises:
+        ConfigError: ``--dr`` with ``--no-randomize``, or a bad DR file.
+
+    """
+    if not randomize:
+        if dr_file:
+            raise ConfigError("--dr with --no-randomize: drop one of them")
+        return off
+    return load_dr(dr_file) if dr_file else DRConfig()
+
+
+def dr_summary(dr: DRConfig | None) -> dict | None:
+    """A DR config as a JSON-ready dict (its fields and weights), for run records and dataset metadata."""
+    return None if dr is None else _dr_dict(dr)
+

@@ -46,8 +46,12 @@ def load_policy(init: str | os.PathLike, device: str) -> Any:
 def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "async", ray_address: str | None = None,
                 resume: bool = False, time_budget_s: float | None = None, max_iterations: int | None = None,
                 randomize: bool = True, image_size: int | None = None, max_episode_steps: int | None = None,
-                eval_episodes: int = 50, held_out: str | None = None, progress: bool = True) -> dict:
+                eval_episodes: int = 50, held_out: str | None = None, progress: bool = True,
+                dr_file: str | None = None) -> dict:
     """Load the BC policy, fine-tune it with PPOFlow, export it and (optionally) evaluate it.
+
+    ``dr_file`` (a ``DR.json`` of ``scenegen dr propose``) replaces the default DR weights of the training
+    rollouts; the run records the DR it trained under.
 
     Raises:
         ConfigError: bad settings, or ``--resume`` with settings that differ from the run's.
@@ -55,23 +59,25 @@ def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "asy
 
     """
     from rl import ppoflow
-    from rl.envs import DRConfig
     from rl.evaluate import env_config_from, evaluate
+    from rl.guided_dr import dr_from_options, dr_summary
     from scenegen.fileio import write_atomic
 
+    dr = dr_from_options(randomize, dr_file)  # a bad DR file fails before the policy loads
     policy = load_policy(init, cfg.device)
     overrides = {k: v for k, v in (("image_size", image_size), ("max_episode_steps", max_episode_steps)) if v}
-    env_cfg = env_config_from(policy.provenance, **overrides, dr=DRConfig() if randomize else None)
+    env_cfg = env_config_from(policy.provenance, **overrides, dr=dr)
     run = {"init": str(Path(init).resolve()), "pack": str(Path(pack).resolve()), "randomize": randomize,
+           **({"dr": dr_summary(dr)} if dr_file else {}),
            "image_size": env_cfg.image_size, "image_keys": list(env_cfg.image_keys),
            "max_episode_steps": env_cfg.max_episode_steps}
     out_p = Path(out)
     if resume and (out_p / "run.json").is_file():
         saved = json.loads((out_p / "run.json").read_text())
-        diff = sorted(k for k in run if saved.get(k) != run[k])
+        diff = sorted(k for k in set(run) | set(saved) if saved.get(k) != run.get(k))
         if diff:
             raise ConfigError(f"--resume: {out} was started with other settings: "
-                              + ", ".join(f"{k}: {saved.get(k)!r} -> {run[k]!r}" for k in diff))
+                              + ", ".join(f"{k}: {saved.get(k)!r} -> {run.get(k)!r}" for k in diff))
     envs = ppoflow.make_envs(cfg, policy, pack, backend, env_config=env_cfg, ray_address=ray_address)
     try:
         summary = ppoflow.train(cfg, policy, envs, out_p, resume=resume, time_budget_s=time_budget_s,
@@ -112,6 +118,8 @@ def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "asy
               help="Stop before an iteration that would end after this many seconds (resume later).")
 @click.option("--max-iterations", type=int, default=None, help="Stop after this many iterations in this call.")
 @click.option("--randomize/--no-randomize", default=True, show_default=True, help="Domain randomization.")
+@click.option("--dr", "dr_file", type=click.Path(dir_okay=False), default=None,
+              help="DR.json of `scenegen dr propose`: the training rollouts' DR (default weights otherwise).")
 @click.option("--image-size", type=int, default=None, help="Camera image side (default: the policy's).")
 @click.option("--max-episode-steps", type=int, default=None, help="Episode time limit (default: the policy's / env's).")
 @click.option("--eval-episodes", type=int, default=50, show_default=True,
@@ -122,13 +130,13 @@ def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "asy
 def ppoflow(init: str, pack: str, out: str, backend: str, ray_address: str | None, resume: bool,
             time_budget_s: float | None, max_iterations: int | None, randomize: bool, image_size: int | None,
             max_episode_steps: int | None, eval_episodes: int, held_out: str | None, as_json: bool,
-            **config_kw: Any) -> None:
+            dr_file: str | None, **config_kw: Any) -> None:
     """Fine-tune a BC flow policy with PPOFlow (learned noise injection, K-step or single-step chains)."""
     cfg = PPO.to_config(config_kw)
     s = run_ppoflow(init, pack, out, cfg, backend=backend, ray_address=ray_address, resume=resume,
                     time_budget_s=time_budget_s, max_iterations=max_iterations, randomize=randomize,
                     image_size=image_size, max_episode_steps=max_episode_steps, eval_episodes=eval_episodes,
-                    held_out=held_out, progress=not as_json)
+                    held_out=held_out, progress=not as_json, dr_file=dr_file)
     if as_json:
         click.echo(json.dumps(s, indent=2, default=str))
         return

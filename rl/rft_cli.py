@@ -37,14 +37,10 @@ FINETUNE = ConfigOptions("rl.bc:BCConfig", [opt("steps", default=2000), opt("war
 
 
 def _dr(cfg: Any, dr_file: str | None) -> Any:
-    from rl.envs.config import DR_FACTORS, DRConfig
-    from rl.guided_dr import load_dr
+    from rl.envs.config import DRConfig
+    from rl.guided_dr import dr_from_options
 
-    if not cfg.randomize:
-        if dr_file:
-            raise ConfigError("--dr with --no-randomize: drop one of them")
-        return DRConfig(weights=dict.fromkeys(DR_FACTORS, 0.0))
-    return load_dr(dr_file) if dr_file else DRConfig()
+    return dr_from_options(cfg.randomize, dr_file, off=DRConfig.off())
 
 
 def _default_demos(init: str | os.PathLike) -> str:

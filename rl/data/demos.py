@@ -140,12 +140,15 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
                  cameras: tuple[str, ...] = ("front",), max_steps: int = 300, max_attempts: int | None = None,
                  pointcloud: bool = False, randomize: bool = False, overwrite: bool = False,
                  progress: bool = True, image_format: str = "video", episodes_per_file: int = 50,
-                 action_mode: str | None = None, workers: int = 1) -> dict:
+                 action_mode: str | None = None, workers: int = 1, dr: Any = None) -> dict:
     """Record ``n`` successful expert episodes of the pack's scenes into a LeRobot v3.0 dataset at ``out``.
 
     Episode attempt ``i`` resets with seed ``seed + i`` on scene ``i mod (number of scenes)``;
     failed episodes are counted by reason (``meta/scenegen.json``), not saved. With ``workers > 1``
     attempts run in that many processes and are written in attempt order: the same dataset.
+    ``randomize`` records under the env's default domain randomization; ``dr`` (a
+    :class:`~rl.envs.config.DRConfig`, e.g. from a ``DR.json`` of ``scenegen dr propose``) under that one
+    (it implies ``randomize``); the metadata records the DR used.
 
     Returns:
         A summary: ``saved``, ``frames``, ``attempts``, ``failures`` (reason -> count), ``out``.
@@ -170,7 +173,7 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
     if not (isinstance(workers, int) and 1 <= workers <= 256):
         raise ConfigError(f"--workers {workers!r} must be an int in 1..256")
     env_kw = dict(image_keys=tuple(cameras), image_size=image_size, max_episode_steps=max_steps,
-                  pointcloud=pointcloud, dr=DRConfig() if randomize else None)
+                  pointcloud=pointcloud, dr=dr if dr is not None else DRConfig() if randomize else None)
     if action_mode:
         env_kw["action_mode"] = action_mode
     env = PickPlaceEnv(pack, **env_kw)
@@ -179,9 +182,13 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
     env_cfg = {k: v for k, v in asdict(env.cfg).items() if k not in ("world", "dr")}
     meta = {"pack": getattr(env.source, "root", None) and str(env.source.root),
             "pack_content_hash": getattr(env.source, "content_hash", None), "seed": seed,
-            "env_config": env_cfg, "randomized": bool(randomize), "environment_state_slots": slots,
+            "env_config": env_cfg, "randomized": env_kw["dr"] is not None, "environment_state_slots": slots,
             "action_space": {"shape": list(env.action_space.shape), "low": float(np.min(env.action_space.low)),
                              "high": float(np.max(env.action_space.high))}}
+    if env_kw["dr"] is not None:
+        from rl.guided_dr import dr_summary
+
+        meta["dr"] = dr_summary(env_kw["dr"])
     recorder = PoseRecorder(env, slots)
     env.reset(seed=seed, options={"scene_id": ids[0]})
     writer = DemoWriter(out, env.cfg.control_hz, robot_type=env.source.scene(ids[0]).robot, meta=meta,

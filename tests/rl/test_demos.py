@@ -159,3 +159,32 @@ def test_recording_in_worker_processes_gives_the_same_dataset(pack, tmp_path):
     for rel in ("data/chunk-000/file-000.parquet", "videos/observation.images.front/chunk-000/file-000.mp4",
                 "meta/episodes/chunk-000/file-000.parquet", "meta/stats.json"):
         assert (tmp_path / "one" / rel).read_bytes() == (tmp_path / "two" / rel).read_bytes(), rel
+
+
+@pytest.mark.slow
+def test_demos_record_under_a_dr_file_and_say_so(pack, tmp_path):
+    f = tmp_path / "dr.json"
+    f.write_text(json.dumps({"dr": {"weights": {"mass": 2.0, "camera_pose": 0.0}}}))
+    main(["demos", str(pack.root), "-n", "1", "-o", str(tmp_path / "ds"), "--image-size", "24", "--cameras", "front",
+          "--dr", str(f)])
+    own = json.loads((tmp_path / "ds" / "meta" / "scenegen.json").read_text())
+    assert own["randomized"] is True and own["dr"]["weights"]["mass"] == 2.0
+    assert own["dr"]["weights"]["camera_pose"] == 0.0 and own["saved"] == 1
+
+
+def test_dr_file_errors_are_one_line_and_exit_2(pack, tmp_path, capsys):
+    missing = str(tmp_path / "nope.json")
+    cases = [["demos", str(pack.root), "-n", "1", "-o", str(tmp_path / "ds"), "--dr", missing],
+             ["train", "ppoflow", "--init", str(tmp_path), "--pack", str(pack.root), "-o", str(tmp_path / "r"),
+              "--dr", missing],
+             ["train", "ppoflow", "--init", str(tmp_path), "--pack", str(pack.root), "-o", str(tmp_path / "r"),
+              "--dr", missing, "--no-randomize"],
+             ["train", "bc", str(tmp_path), "-o", str(tmp_path / "bc"), "--eval-dr", missing]]
+    for argv, want in zip(cases, ("no DR file", "no DR file", "--dr with --no-randomize", "no DR file"), strict=True):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error:") and want in err and "\n" not in err, (argv, err)
+    assert not (tmp_path / "ds").exists() and not (tmp_path / "r").exists() and not (tmp_path / "bc").exists()
+

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from rl.diagnose import diagnose, episode_modes, markdown
 from rl.envs import DRConfig, EnvConfig
-from rl.guided_dr import load_dr, propose, write_dr
+from rl.guided_dr import dr_from_options, dr_summary, load_dr, propose, write_dr
 from scenegen.errors import ConfigError
 
 FLAGS = ("grasp_failed", "dropped", "knocked_off", "wrong_object", "timeout")
@@ -120,6 +120,21 @@ def test_load_dr_errors(tmp_path):
         load_dr(tmp_path / "missing.json")
     with pytest.raises(ConfigError, match="diagnosis"):
         propose({"episodes": []})
+
+
+def test_dr_from_options(tmp_path):
+    f = tmp_path / "dr.json"
+    f.write_text(json.dumps({"dr": {"weights": {"mass": 2.0, "friction": 0.0}}}))
+    assert dr_from_options(False, None) is None
+    assert dr_from_options(False, None, off=DRConfig.off()) == DRConfig.off()
+    assert dr_from_options(True, None) == DRConfig()
+    got = dr_from_options(True, f)
+    assert got.weight("mass") == 2.0 and got.weight("friction") == 0.0 and got != DRConfig()
+    assert dr_summary(got)["weights"]["mass"] == 2.0 and dr_summary(None) is None
+    with pytest.raises(ConfigError, match="--dr with --no-randomize"):
+        dr_from_options(False, f)
+    with pytest.raises(ConfigError, match="no DR file"):
+        dr_from_options(True, tmp_path / "missing.json")
 
 
 def test_cli_diagnose_then_propose(tmp_path):
