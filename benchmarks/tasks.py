@@ -31,7 +31,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]  # the qa package, not this folder
+ROOT = HERE.parent
+# the project's qa package, not this folder (and importable when run as a script from anywhere)
+sys.path[:] = [str(ROOT), *(p for p in sys.path if Path(p or ".").resolve() not in (HERE, ROOT))]
 
 from qa.checks._common import task_nodes  # noqa: E402
 from qa.config import DEFAULT_CHECKS, QAConfig  # noqa: E402

@@ -1,4 +1,7 @@
-"""Reachability check: IK reaches pre-grasp and place poses; each target's grasp width fits the gripper.
+"""Reachability check: IK reaches pre-grasp and place poses, grasps fit the gripper, the expert's grasps work.
+
+Each target's grasp width must fit the gripper, and the expert's own grasp of each target it
+picks up must lie in its reach band and leave the open gripper clear of the neighbours.
 
 For each pose, PyBullet's ``calculateInverseKinematics`` (with joint limits and the home
 pose as rest pose) is called, its solution is set on the joints (clipped to the limits)
@@ -21,9 +24,12 @@ from qa.checks._common import join_failures, preserved, task_nodes
 from qa.config import QAConfig, ReachabilityConfig
 from qa.result import CheckResult
 from scenegen.relations import box_center, z_range
-from scenegen.rotations import axis_angle_quat, quat_matrix, quat_mul
+from scenegen.rotations import axis_angle_quat, quat_matrix, quat_mul, yaw_of
 from scenegen.scene import Pose, Scene
+from scenegen.tasks.clearance import blocker
 from scenegen.tasks.flip import flip_grasp_width
+from scenegen.tasks.plan import plan_grasp
+from scenegen.tasks.precheck import out_of_reach
 
 NAME = "reachability"
 _DIRS = {"left_of": (0.0, 1.0), "right_of": (0.0, -1.0), "in_front_of": (-1.0, 0.0), "behind": (1.0, 0.0),
@@ -142,6 +148,27 @@ def _place_point(world: Any, scene: Scene, subj: str, pred: str, obj: str, rc: R
     return np.array([oc[0] + d[0] * off, oc[1] + d[1] * off, scene.table_height + height + rc.place_height])
 
 
+def _expert_grasp(world: Any, scene: Scene, t: str, home_yaw: float) -> tuple[dict, list[str]]:
+    """The expert's own grasp of target ``t`` (:func:`~scenegen.tasks.plan.plan_grasp`) and why it fails, if it does.
+
+    It fails when its point is outside the band the expert attempts (the expert's own test,
+    :func:`~scenegen.tasks.precheck.out_of_reach`) or the open gripper would come down on a neighbour
+    (:func:`~scenegen.tasks.clearance.blocker`, the hand allowed to graze one). Multi-arm robots are
+    left to the IK poses (the bimanual expert picks the arm).
+    """
+    opening = float(world.robot.max_opening)
+    g = plan_grasp(world, t, opening, home_yaw)
+    row = {"object": t, "point": [round(float(x), 4) for x in g.point], "yaw_deg": round(math.degrees(g.yaw), 1),
+           "mode": g.mode}
+    why = []
+    if not world.robot.arms and (d := out_of_reach(world.robot, scene.robot_base.position, g.point)) is not None:
+        why.append(f"out of reach: the expert's grasp of {t} is {d:.2f} m from the robot base")
+    if (n := blocker(world, t, g.point, g.yaw, opening, hand=False)) is not None:
+        why.append(f"grasp blocked: the open gripper on {t} would come down on {n}")
+    row["ok"] = not why
+    return row, why
+
+
 def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
     """Check that the robot can reach above each target and each goal's place pose, and grip each target.
 
@@ -152,7 +179,8 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
 
     Returns:
         A :class:`CheckResult`; ``metrics["poses"]`` lists every pose tried with its IK error and
-        tilt, ``metrics["grasp"]`` every target's grasp width against the gripper's opening.
+        tilt, ``metrics["grasp"]`` every target's grasp width against the gripper's opening and
+        ``metrics["expert_grasp"]`` the expert's planned grasp of every target it picks up.
 
     """
     rc = cfg.reachability
@@ -161,11 +189,19 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
     failures: list[str] = []
     poses_out: list[dict] = []
     grasp_out: list[dict] = []
+    expert_out: list[dict] = []
+    expert_failures: list[str] = []  # reported after the IK poses'
     opening = float(world.robot.max_opening)
+    picked = {g.subject for g in scene.graph.goals if not g.is_state}  # state goals go to the flip skill
     with preserved(world):
         arm = _Arms(world)
         current = world.poses()
+        home_yaw = yaw_of(arm.arms[0].home_orn)
         for t in targets:
+            if t in picked:
+                row, why = _expert_grasp(world, scene, t, home_yaw)
+                expert_out.append(row)
+                expert_failures.extend(why)
             ext = world.assets[t].extents
             c = box_center(current[t], ext)
             top = z_range(current[t], ext)[1]
@@ -197,8 +233,10 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
             if not res["reached"]:
                 failures.append(f"out of reach: place pose for {res['goal']} (IK misses by "
                                 f"{res['error'] * 100:.1f} cm, tilt {res['tilt_deg']:.0f} deg)")
-    n = len(poses_out) + len(grasp_out)
-    good = sum(r["reached"] for r in poses_out) + sum(g["fits"] for g in grasp_out)
+    failures.extend(expert_failures)
+    n = len(poses_out) + len(grasp_out) + len(expert_out)
+    good = sum(r["reached"] for r in poses_out) + sum(g["fits"] for g in grasp_out) + sum(
+        e["ok"] for e in expert_out)
     return CheckResult(NAME, not failures, good / n if n else 1.0, join_failures(failures),
-                       {"poses": poses_out, "grasp": grasp_out,
+                       {"poses": poses_out, "grasp": grasp_out, "expert_grasp": expert_out,
                         "max_error": max((r["error"] for r in poses_out), default=0.0)})

@@ -1,7 +1,8 @@
-"""How the expert carries a held subject to its placement: the point it steers, its turn, standing it up.
+"""How the expert moves the hand around a subject: its descent onto it, and carrying it to its placement.
 
 Pure functions of the world and the end-effector controller, used by
-:class:`scenegen.tasks.expert.ScriptedExpert` between lifting a subject and lowering it.
+:class:`scenegen.tasks.expert.ScriptedExpert` on its way down to a grasp and between lifting a
+subject and lowering it: the point it steers, its turn, standing it up.
 """
 
 from __future__ import annotations
@@ -18,6 +19,22 @@ from scenegen.tasks.grasps import heavy_end
 from scenegen.tasks.plan import YAW_RANGE
 
 _DOWN = np.array([0.0, 0.0, -1.0])
+DESCENT_OFF = 0.04
+"""A hand pushed this far (m, xy) off its grasp point stops coming down until it is back above it."""
+
+
+def descent_target(pos: np.ndarray, point: np.ndarray) -> np.ndarray:
+    """The descent's waypoint: the grasp ``point``, or above it at the hand's height ``pos`` while the hand is off.
+
+    A contact on the way down (a neighbour's rim, a standing object) can push the hand sideways; coming
+    down diagonally from there sweeps the table and flings what lies on it. Holding the height instead
+    lets the stall test end the descent (the expert then tries again from above). A hand pushed less
+    far (grazing a tall neighbour's side) goes on down: it slides along the side.
+    """
+    point = np.asarray(point, dtype=float)
+    if float(np.linalg.norm(np.asarray(pos[:2], dtype=float) - point[:2])) <= DESCENT_OFF:
+        return point
+    return np.array([point[0], point[1], max(float(pos[2]), float(point[2]))])
 
 
 def anchor_xy(world: World, node: str, upright: bool) -> np.ndarray:

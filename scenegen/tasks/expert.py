@@ -29,7 +29,7 @@ from scenegen.graph import Goal
 from scenegen.relations import z_range
 from scenegen.sim.control import matrix_rotvec, rotvec_matrix, wrap
 from scenegen.tasks.bimanual import MultiArmExpert
-from scenegen.tasks.carry import anchor_xy, stand_up, tilted, turned_yaw
+from scenegen.tasks.carry import anchor_xy, descent_target, stand_up, tilted, turned_yaw
 from scenegen.tasks.drag import DragSkill, maybe_drag
 from scenegen.tasks.flip import FlipSkill, flip_kind
 from scenegen.tasks.plan import (
@@ -41,7 +41,7 @@ from scenegen.tasks.plan import (
     top_of_others,
     upright_modes,
 )
-from scenegen.tasks.precheck import GRASP_REACH
+from scenegen.tasks.precheck import out_of_reach
 from scenegen.tasks.tracker import world_goal_holds
 from scenegen.validate import int_in, is_finite, require
 
@@ -253,7 +253,7 @@ class ScriptedExpert:
                 else:
                     self._set("close")
                 return None
-            return self._move(g.point, g.yaw, False)
+            return self._move(descent_target(pos, g.point), g.yaw, False)
         if self.phase == "close":
             width = ctrl.gripper_width()
             settled = abs(width - self._last_width) < 5e-4  # the fingers stopped: on the object, or shut
@@ -364,10 +364,11 @@ class ScriptedExpert:
             g = goals[self.goal_index]
             if not world_goal_holds(w, g):
                 kind = flip_kind(w, g.subject, g) if self.env.cfg.action_mode == "ee7" else None  # flips tilt
-                if kind is None:
-                    self.failure = f"unsupported: {g.subject} must become {g.predicate}, which no flip of it reaches"
-                    self._set("failed")
-                    return None
+                if kind is None:  # given up on: the next goals are still tried (unless skip_failed is off)
+                    self.failure = self.failure or (f"unsupported: {g.subject} must become {g.predicate}, "
+                                                    "which no flip of it reaches")
+                    self.goal_index = self.goal_index + 1 if self.cfg.skip_failed else len(goals)
+                    continue
                 self.flip = FlipSkill(self, g, kind)
                 self._set("flip")
                 return None
@@ -385,8 +386,8 @@ class ScriptedExpert:
         self.reserve = INSERT_RESERVE if self.upright else 0.0
         grasp = plan_grasp(w, g.subject, w.robot.max_opening, self.env.controller.home_yaw, self.reserve)
         base = w.scene.robot_base.position  # the arm's base (the robot's for a single arm)
-        reach = float(np.hypot(grasp.point[0] - base[0], grasp.point[1] - base[1]))
-        if not GRASP_REACH[0] * w.robot.reach_min <= reach <= GRASP_REACH[1] * w.robot.reach_max:
+        reach = out_of_reach(w.robot, base, grasp.point)  # QA's reachability check makes the same test
+        if reach is not None:
             self.failure = f"{g.subject} is out of reach ({reach:.2f} m from the base)"
             self._set("failed")
             return None

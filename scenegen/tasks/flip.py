@@ -36,9 +36,18 @@ from scenegen.rotations import quat_matrix
 from scenegen.scene import Pose
 from scenegen.sim.control import compose_orientation, matrix_rotvec, wrap
 from scenegen.tasks.carry import stand_up, tilted
+from scenegen.tasks.flipplan import (
+    SWING_CLEARANCE,
+    closing_yaw,
+    horizontal_swing,
+    mug_vertices,
+    other_boxes,
+    pinch_yaws,
+    plan_flip,
+)
 from scenegen.tasks.grasps import TABLE_CLEARANCE, grasp_mesh
-from scenegen.tasks.mugturn import HandleGrasp, MugTurn, turn_plan
-from scenegen.tasks.plan import YAW_RANGE, top_of_others
+from scenegen.tasks.mugturn import HandleGrasp, MugTurn
+from scenegen.tasks.plan import top_of_others
 from scenegen.tasks.swingcheck import pick_swing_yaw
 from scenegen.tasks.tracker import world_goal_holds
 
@@ -47,8 +56,6 @@ BACKOFF = 0.08
 """How far (m) the open hand starts behind, and backs off from, a horizontal grasp."""
 SWING_STEP = 0.12
 """Largest turn (rad) of the commanded hand per step while a mug swings over."""
-SWING_CLEARANCE = 0.012
-"""Least height (m) of a swinging mug's lowest point above the table (the hand rises when it would dip lower)."""
 
 
 def has_handle(asset: Asset) -> bool:
@@ -91,20 +98,6 @@ def handle_grasp(asset: Asset, pose: Pose) -> HandleGrasp | None:
     return HandleGrasp(point, approach, axis, width, lever, reach, float(z_mid))
 
 
-def horizontal_swing(approach: np.ndarray) -> np.ndarray:
-    """The controller's swing (rotation vector) that points the approach axis along a horizontal ``approach``."""
-    a = np.cross(_DOWN, np.asarray(approach, dtype=float))
-    return a / np.linalg.norm(a) * (math.pi / 2)
-
-
-def closing_yaw(axis: np.ndarray, near: float, home: float) -> float:
-    """Gripper yaw (before any swing) closing the fingers along the horizontal ``axis``, inside the yaw band."""
-    yaw = math.atan2(axis[0], -axis[1])
-    options = [home + wrap(y - home) for y in (yaw, yaw + math.pi)]
-    ok = [y for y in options if abs(y - home) <= YAW_RANGE] or options
-    return float(min(ok, key=lambda y: abs(wrap(y - near))))
-
-
 def lying_grasp(asset: Asset, pose: Pose, table: float, opening: float) -> tuple[np.ndarray, np.ndarray, float] | None:
     """A top-down pinch across a lying bottle near its centre of mass: ``(point, closing axis, width)``, or None.
 
@@ -133,7 +126,7 @@ def lying_grasp(asset: Asset, pose: Pose, table: float, opening: float) -> tuple
         if width > opening - 0.006:
             continue
         point = rot @ np.array([0.0, 0.0, z]) + pos
-        point[2] = max(float(point[2]), table + TABLE_CLEARANCE + 0.01)
+        point[2] = max(float(point[2]), table + TABLE_CLEARANCE + 0.0075)
         axis = np.array([-u[1], u[0], 0.0])
         return point, axis / np.linalg.norm(axis), width
     return None
@@ -168,6 +161,24 @@ def flip_grasp_width(world, node: str, goals: list[Goal]) -> float | None:  # no
     return None
 
 
+def servo(ctrl: Any, cfg: Any, waypoint: np.ndarray, yaw: float, swing: np.ndarray | None, close: bool,
+          speed: float = 1.0) -> np.ndarray:
+    """One arm's ``ee7`` action toward a position and the orientation ``compose_orientation(swing, yaw)``.
+
+    The rotation is servoed on the whole orientation error (a world-frame rotation vector): the flip and
+    handover skills move so.
+    """
+    d = (np.asarray(waypoint, dtype=float) - ctrl.target_pos) / cfg.max_delta
+    if np.abs(d).max() > speed:
+        d = d * (speed / float(np.abs(d).max()))
+    want = compose_orientation(np.zeros(3) if swing is None else np.asarray(swing, dtype=float), yaw)
+    err = matrix_rotvec(want @ ctrl.target_rotation.T)
+    rot = np.array([err[0] / cfg.max_tilt_delta, err[1] / cfg.max_tilt_delta, err[2] / cfg.max_yaw_delta])
+    if np.abs(rot).max() > speed:
+        rot = rot * (speed / float(np.abs(rot).max()))
+    return np.concatenate([d, rot, [1.0 if close else -1.0]]).astype(np.float32)
+
+
 class FlipSkill(MugTurn):
     """One attempt at turning ``goal.subject`` upright; :meth:`act` returns actions until it returns None.
 
@@ -189,33 +200,50 @@ class FlipSkill(MugTurn):
         self.swing0, self.swing1, self.lift_z = np.zeros(3), np.zeros(3), 0.0
         self.home_xy = np.asarray(w.pose(self.node).position[:2], dtype=float)
         self.turn: tuple[float, float] | None = None
+        self.turns, self.home_first = 0, False
         if kind == "mug":
             self._start_mug(turn=True)
+            self.phase = "home" if self.home_first else "rise"
         else:
             self.point, axis, self.width = lying_grasp(w.assets[self.node], w.pose(self.node), self.table,
                                                        w.robot.max_opening)
             self.yaw = closing_yaw(axis, ctrl.target_yaw, ctrl.home_yaw)
         self.carry_yaw = self.yaw
         self._last_width, self._last_z, self._stall = math.inf, math.inf, 0
+        self._best, self._since = math.inf, 0
 
     def _start_mug(self, turn: bool) -> None:
-        """Plan the handle grasp (and, with ``turn``, a first turn of the mug that points it sideways)."""
+        """Plan the handle grasp and the flip's yaw, with ``turn`` maybe a first turn of the mug (:mod:`flipplan`)."""
         w, ctrl = self.env.world, self.env.controller
         g = handle_grasp(w.assets[self.node], w.pose(self.node))
         self.hg, self.point, self.width = g, g.point, g.width
         self.swing0 = horizontal_swing(g.approach)
         self.swing1 = -self.swing0
-        self.yaw = closing_yaw(g.axis, ctrl.target_yaw, ctrl.home_yaw)
         self.axis_xy = self.point[:2] + g.approach[:2] * g.lever  # the mug's axis, to put it back there
-        plan = turn_plan(g, np.asarray(w.scene.robot_base.position[:2]), ctrl.home_yaw) if turn else None
-        other = self.yaw - math.copysign(math.pi, self.yaw - ctrl.home_yaw)  # the same pinch, fingers swapped
-        if plan is None and abs(other - ctrl.home_yaw) <= YAW_RANGE:  # the yaw whose swing the arm can make
-            self.yaw = pick_swing_yaw(ctrl, g, [self.yaw, other], self.swing0, BACKOFF, self.hover)
-        self._plan_turn(plan)
+        base = np.asarray(w.scene.robot_base.position[:2], dtype=float)
+        plan = plan_flip(ctrl, g, mug_vertices(w, self.node), base, BACKOFF, self.hover, self.table, turn,
+                         other_boxes(w, self.node))
+        self.yaw = plan.yaw if plan.yaw is not None else closing_yaw(g.axis, ctrl.target_yaw, ctrl.home_yaw)
+        if plan.turn is None and plan.yaw is None:  # nothing reached on the twin: the approach alone decides
+            self.yaw = pick_swing_yaw(ctrl, g, pinch_yaws(g, ctrl.target_yaw, ctrl.home_yaw), self.swing0, BACKOFF,
+                                      self.hover)
+        self.turns += plan.turn is not None
+        self.home_first = plan.home and plan.turn is None
+        self._plan_turn(plan.turn)
 
     # ------------------------------------------------------------------ helpers
     def _set(self, phase: str) -> None:
         self.phase, self.count, self._stall, self._last_z = phase, 0, 0, math.inf
+        self._best, self._since = math.inf, 0
+
+    def _no_progress(self, pos: np.ndarray, wp: np.ndarray, steps: int = 15) -> bool:
+        """True once the hand, short of ``wp``, has come no closer to it for ``steps`` steps."""
+        d = float(np.linalg.norm(np.asarray(pos) - wp))
+        if d < self._best - 0.002 or d < 2 * self.ex.cfg.pos_tol:
+            self._best, self._since = min(d, self._best), 0
+        else:
+            self._since += 1
+        return self._since >= steps
 
     def _fail(self, why: str) -> None:
         self.failure, self.finished = why, True
@@ -246,16 +274,7 @@ class FlipSkill(MugTurn):
         The rotation is servoed on the whole orientation error (a world-frame rotation vector), so that a
         tilted hand turns about its own axes without the yaw and the tilt fighting each other.
         """
-        ctrl, cfg = self.env.controller, self.env.cfg
-        d = (np.asarray(waypoint, dtype=float) - ctrl.target_pos) / cfg.max_delta
-        if np.abs(d).max() > speed:
-            d = d * (speed / float(np.abs(d).max()))
-        want = compose_orientation(np.zeros(3) if swing is None else np.asarray(swing, dtype=float), yaw)
-        err = matrix_rotvec(want @ ctrl.target_rotation.T)
-        rot = np.array([err[0] / cfg.max_tilt_delta, err[1] / cfg.max_tilt_delta, err[2] / cfg.max_yaw_delta])
-        if np.abs(rot).max() > speed:
-            rot = rot * (speed / float(np.abs(rot).max()))
-        return np.concatenate([d, rot, [1.0 if close else -1.0]]).astype(np.float32)
+        return servo(self.env.controller, self.env.cfg, waypoint, yaw, swing, close, speed)
 
     def _approach_axis(self) -> np.ndarray:
         return quat_matrix(self.env.controller.ee_pose()[1])[:, 2]
@@ -281,6 +300,12 @@ class FlipSkill(MugTurn):
         pos, _ = ctrl.ee_pose()
         horizontal = swing is not None
         pre = self.point - (self._start_approach() * BACKOFF if horizontal else np.zeros(3))
+        if self.phase == "home":  # the arm's home pose first: the flip is reached from there (flipplan.py)
+            wp = np.array([*ctrl.home_pos[:2], max(self.hover, ctrl.home_pos[2])])
+            if (ex._reached(wp, ctrl.home_yaw) and tilted(ctrl, None)) or self.count > 60:
+                self._set("rise")
+                return None
+            return self._move(wp, ctrl.home_yaw, False)
         if self.phase == "rise":
             wp = np.array([pos[0], pos[1], max(self.hover, pos[2])])
             if pos[2] > self.hover - ex.cfg.pos_tol:
@@ -292,6 +317,9 @@ class FlipSkill(MugTurn):
             if ex._reached(wp, self.yaw) and tilted(ctrl, swing, 0.06) and \
                     ctrl.gripper_width() > min(self.width + 0.02, self.env.world.robot.max_opening - 0.005):
                 self._set("descend")
+                return None
+            if self.count > 30 and self._no_progress(pos, wp):  # out of reach: fail now, not at the step limit
+                self._fail(f"could not reach above the handle of {self.node}")
                 return None
             return self._move(wp, self.yaw, False, 0.6 if horizontal else 1.0, swing)
         if self.phase == "descend":
@@ -305,6 +333,9 @@ class FlipSkill(MugTurn):
         if self.phase == "advance":
             if ex._reached(self.point):
                 self._set("close")
+                return None
+            if self.count > 10 and self._no_progress(pos, self.point):
+                self._fail(f"advance to the handle of {self.node} blocked")
                 return None
             return self._move(self.point, self.yaw, False, 0.5, swing)
         if self.phase == "close":
@@ -329,7 +360,7 @@ class FlipSkill(MugTurn):
         pos, _ = ctrl.ee_pose()
         if self.turn is not None:
             return self._turn_mug()
-        if self.phase in ("rise", "over", "descend", "advance", "close"):
+        if self.phase in ("home", "rise", "over", "descend", "advance", "close"):
             return self._common(self.swing0)
         if not self._held() and self.phase in ("lift", "swing", "lower"):
             self._fail(f"{self.node} dropped while flipping")

@@ -50,7 +50,7 @@ class HandleGrasp:
 
 
 def turn_plan(hg: HandleGrasp, base_xy: np.ndarray, home: float,
-              side: float | None = None) -> tuple[float, float] | None:
+              side: float | None = None, to: float = TURN_TO) -> tuple[float, float] | None:
     """How to turn an inverted mug about its axis before the flip: ``(top-down gripper yaw, turn)``, or None.
 
     Args:
@@ -59,11 +59,12 @@ def turn_plan(hg: HandleGrasp, base_xy: np.ndarray, home: float,
         home: the gripper's home yaw (rad); start and end yaw stay within :data:`YAW_RANGE` of it.
         side: 1 (counter-clockwise of the line out from the base) or -1 to force that side, even when the
             approach already points sideways; None picks it.
+        to: the angle (rad) from the line out from the base to bring the approach to (:data:`TURN_TO`).
 
     Returns:
         None when the approach already lies in :data:`SIDEWAYS` (or no turn fits the yaw band). Else
         the yaw that pinches the handle top-down across ``hg.axis``, and the turn (rad, at most half a
-        turn) that brings the approach to :data:`TURN_TO` from the line out from the base:
+        turn) that brings the approach to ``to`` from the line out from the base:
         counter-clockwise of it when the yaw band allows (the side the Panda's wrist reaches more
         often), else clockwise.
     """
@@ -74,7 +75,7 @@ def turn_plan(hg: HandleGrasp, base_xy: np.ndarray, home: float,
     y = math.atan2(hg.axis[0], -hg.axis[1])
     best, best_key = None, None
     for s in (1.0, -1.0) if side is None else (float(side),):
-        d = wrap(rho + s * TURN_TO - alpha)
+        d = wrap(rho + s * to - alpha)
         for y0 in (home + wrap(y - home), home + wrap(y + math.pi - home)):
             key = (s < 0, abs(d))
             if abs(y0 - home) <= YAW_RANGE and abs(y0 + d - home) <= YAW_RANGE and (best_key is None or key < best_key):
@@ -84,6 +85,9 @@ def turn_plan(hg: HandleGrasp, base_xy: np.ndarray, home: float,
 
 class MugTurn:
     """The flip skill's turn of an inverted mug and its retries (a mixin of :class:`scenegen.tasks.flip.FlipSkill`)."""
+
+    max_turns = 2
+    """Turns of one mug a flip may make before pinching it horizontally (a turn that fell short gets another)."""
 
     def _plan_turn(self, plan: tuple[float, float] | None) -> None:
         """Start with a turn ``plan`` of :func:`turn_plan` (None: none): a top-down pinch of the handle's bar."""
@@ -153,7 +157,7 @@ class MugTurn:
             if not state_holds("inverted", self.env.world.pose(self.node)):
                 self._fail(f"{self.node} is no longer inverted after turning it")
                 return None
-            self._start_mug(turn=False)
-            self._set("rise")
+            self._start_mug(turn=self.turns < self.max_turns)
+            self._set("home" if self.home_first else "rise")
             return None
         return self._move(np.array([*ctrl.target_pos[:2], self.hover]), ctrl.target_yaw, False)

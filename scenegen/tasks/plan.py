@@ -23,7 +23,8 @@ from scenegen.scene import Pose
 from scenegen.sim.control import wrap
 from scenegen.sim.world import World
 from scenegen.tasks.bins import flat_axes, holder, raised, slot_drop, surface_under, wall_gap
-from scenegen.tasks.grasps import grasp_mesh, is_long, rim_grasp, section_grasp
+from scenegen.tasks.clearance import clearest
+from scenegen.tasks.grasps import grasp_mesh, is_long, lowest_target, rim_grasp, section_grasps
 from scenegen.tasks.tracker import node_body
 
 GENTLE_MASS = 0.03
@@ -73,24 +74,26 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
     container wider than the gripper on its wall (see :mod:`scenegen.tasks.grasps`); otherwise
     the asset's hint (mode, width, height, x) is used, closing across the narrower side.
     ``reserve``: a long object's grasp keeps this far from its heavy end (see
-    :func:`~scenegen.tasks.grasps.section_grasp`).
+    :func:`~scenegen.tasks.grasps.section_grasp`). A grasp whose open fingers would come down on a
+    neighbour is moved clear of it when it can be (:mod:`scenegen.tasks.clearance`): a long object
+    is pinched at the nearest section to its centre of mass that is clear, shifted along the
+    closing axis if need be.
     """
     asset = world.assets[node]
     pose = world.pose(node)
     rot = quat_matrix(pose.orientation)
     ext = np.asarray(asset.extents, dtype=float)
     table = surface_under(world, pose, ext)
-    measured = None
-    if is_long(asset, pose):
-        measured = section_grasp(asset, pose, table, max_opening, reserve), "top"
-    elif min(ext[0], ext[1]) > max_opening - 0.008:
-        base = np.asarray(world.scene.robot_base.position[:2], dtype=float)
-        measured = rim_grasp(asset, pose, base), "rim"
-    if measured is not None and measured[0] is not None:
-        (point, axis, width), mode = measured
-        point = np.asarray(point, dtype=float)
+    if is_long(asset, pose) and (sections := section_grasps(asset, pose, table, max_opening, reserve)):
+        return _clear_section(world, node, sections, max_opening, home_yaw)
+    rim = None
+    if not is_long(asset, pose) and min(ext[0], ext[1]) > max_opening - 0.008:
+        rim = rim_grasp(asset, pose, np.asarray(world.scene.robot_base.position[:2], dtype=float))
+    if rim is not None:
+        point, axis, width = rim
         natural = wrap(home_yaw + math.atan2(point[1], point[0]))
-        return Grasp(point, _yaw_for_axis(axis, natural, home_yaw), float(width), mode, close_speed(asset))
+        return Grasp(np.asarray(point, dtype=float), _yaw_for_axis(axis, natural, home_yaw), float(width), "rim",
+                     close_speed(asset))
     hint = dict(asset.grasp or {})
     mode = str(hint.get("mode", "top"))
     height = float(hint.get("height", ext[2] / 2))
@@ -110,19 +113,38 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
                 axis = rot[:, ax]
                 point = np.asarray(pose.position) + rot @ np.array([0.0, 0.0, h])
                 natural = wrap(home_yaw + math.atan2(point[1], point[0]))
-                return Grasp(point, _yaw_for_axis(axis, natural, home_yaw), width, "top", close_speed(asset))
+                yaw = _yaw_for_axis(axis, natural, home_yaw)
+                point = (clearest(world, node, [(point, yaw, width)], max_opening) or (point,))[0]
+                return Grasp(point, yaw, width, "top", close_speed(asset))
     if mode == "top":
         z = min(point[2], top - 0.008)
     else:
         z = max(point[2], top - FINGER_DEPTH)
-    point[2] = max(z, table + 0.008)
+    point[2] = max(z, lowest_target(table, top))
     if mode == "top":  # in a tote: as high on the subject as the pads still pinch, the hand above the rim
         point[2] = raised(world, node, point, top - 0.002)
     natural = wrap(home_yaw + math.atan2(point[1], point[0]))  # the yaw the base joint alone would give
     yaw = _yaw_for_axis(axis, natural, home_yaw)
     if mode != "rim" and abs(ext[0] - ext[1]) < 0.15 * max(ext[0], ext[1]):  # round: any yaw grips it
         yaw = _clearest_yaw(world, node, point, max_opening, natural, yaw, home_yaw)
+    if mode != "rim":  # the open fingers must not come down on a neighbour
+        point = (clearest(world, node, [(point, yaw, width)], max_opening) or (point,))[0]
     return Grasp(point, yaw, width, mode, close_speed(asset))
+
+
+def _clear_section(world: World, node: str, sections: tuple, opening: float, home_yaw: float) -> Grasp:
+    """The first of a long object's sections (nearest its centre of mass first) that the open gripper clears.
+
+    See :func:`~scenegen.tasks.clearance.clearest` (a shifted section's near finger pushes the object as it
+    closes); when none clears, the nearest section as it is (QA rejects such a scene).
+    """
+    options = []
+    for point, axis, width in sections:
+        point = np.asarray(point, dtype=float)
+        options.append((point, _yaw_for_axis(axis, wrap(home_yaw + math.atan2(point[1], point[0])), home_yaw),
+                        float(width)))
+    point, yaw, width = clearest(world, node, options, opening) or options[0]
+    return Grasp(point, yaw, width, "top", close_speed(world.assets[node]))
 
 
 def close_speed(asset: Asset) -> float | None:

@@ -5,7 +5,7 @@ rejects scenes that the expert or QA would reject later, after settling (the cos
 
 - **reach**: each target's grasp point (its asset's grasp hint at its pose, or its centre of
   mass, where the expert pinches a long object) lies within the robot's reach band as widened by
-  the expert (:data:`GRASP_REACH`), which gives up on anything outside it;
+  the expert (:func:`out_of_reach`, the expert's own test), which gives up on anything outside it;
 - **view**: each target and receptacle projects into the camera's image, covers at least
   ``min_fraction`` of it (its convex hull's projection: an upper bound of what the camera can
   see of it), and no more than ``max_occlusion`` of it is hidden behind the convex hulls of the
@@ -31,6 +31,18 @@ from scenegen.scene import Camera, Pose, Scene
 
 GRASP_REACH = (0.8, 1.1)
 """The expert attempts a grasp point between ``0.8 x reach_min`` and ``1.1 x reach_max`` (xy, from the base)."""
+
+
+def out_of_reach(spec: Any, base: Any, point: Any) -> float | None:
+    """The xy distance (m) of a grasp ``point`` from an arm's ``base`` when the expert would not attempt it, else None.
+
+    The one reach test of a grasp: the expert gives up on a goal whose planned grasp fails it, and
+    the layout precheck and QA's reachability check reject scenes with it. ``spec``: the arm's
+    :class:`~scenegen.sim.robots.RobotSpec` (its ``reach_min`` and ``reach_max``, widened by
+    :data:`GRASP_REACH`).
+    """
+    d = float(np.hypot(float(point[0]) - float(base[0]), float(point[1]) - float(base[1])))
+    return None if GRASP_REACH[0] * spec.reach_min <= d <= GRASP_REACH[1] * spec.reach_max else d
 
 
 @dataclass(frozen=True)
@@ -97,8 +109,8 @@ def _reach(scene: Scene, assets: dict[str, Any], targets: list[str]) -> str:
             if not any(reaching_arms(spec, scene.robot_base, (pos + rot @ q)[:2], GRASP_REACH) for q in points):
                 return f"out of reach: {t}'s grasp point is out of every arm's reach"
             continue
-        dist = [float(np.linalg.norm((pos + rot @ q)[:2] - base)) for q in points]
-        if not any(lo <= d <= hi for d in dist):
+        dist = [out_of_reach(spec, base, pos + rot @ q) for q in points]
+        if all(d is not None for d in dist):
             return f"out of reach: {t}'s grasp point is {dist[0]:.2f} m from the robot base ({lo:.2f}..{hi:.2f})"
     return ""
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from scenegen.rotations import matrix_to_quat, quat_matrix
+from scenegen.rotations import down_quat, matrix_to_quat, quat_matrix
 from scenegen.sim.control import compose_orientation, matrix_rotvec, rotvec_matrix, wrap
 from scenegen.tasks.mugturn import HandleGrasp
 
@@ -29,6 +29,8 @@ REACH_TOL = 0.015
 """Largest position error (m) of a pose that still counts as reached."""
 TURN_TOL = 0.15
 """Largest orientation error (rad) of a pose that still counts as reached."""
+LOOSE_TOL = 0.035
+"""Largest position error (m) of a loosely checked pose (a mug lowered onto the table is let go wherever it stops)."""
 
 
 def approach_path(hg: HandleGrasp, yaw: float, swing0: np.ndarray, backoff: float,
@@ -44,12 +46,16 @@ def approach_path(hg: HandleGrasp, yaw: float, swing0: np.ndarray, backoff: floa
     return [(np.array([pre[0], pre[1], max(hover, point[2] + 0.05)]), rot), (pre, rot), (point, rot)]
 
 
-def reaches(ctrl: Any, path: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+def reaches(ctrl: Any, path: list[tuple[np.ndarray, np.ndarray]], jump: float | None = None,
+            home: bool = False, loose: int = 0) -> bool:
     """True when the arm reaches every pose of ``path`` in turn from where it is (True without an IK twin).
 
     Each pose is solved on the controller's twin (the world is untouched), warm-started from the last
-    solution and led in by :data:`LEAD` poses from the hand's current pose; a pose counts as reached within
-    :data:`REACH_TOL` and :data:`TURN_TOL` with the joints held inside their limits.
+    solution and led in by :data:`LEAD` poses from the hand's current pose (with ``home``: from the arm's home
+    pose and joints instead); a pose counts as reached within :data:`REACH_TOL` and :data:`TURN_TOL` with the
+    joints held inside their limits, the last ``loose`` poses within :data:`LOOSE_TOL`. With ``jump`` (rad), a
+    joint moving further than that between two poses of ``path`` (the arm leaping to another inverse-kinematics
+    branch) fails too.
     """
     import pybullet as p
 
@@ -60,21 +66,27 @@ def reaches(ctrl: Any, path: list[tuple[np.ndarray, np.ndarray]]) -> bool:
     lower, upper = np.asarray(ctrl.lower), np.asarray(ctrl.upper)
     kw = {"lowerLimits": ctrl.lower, "upperLimits": ctrl.upper, "jointRanges": ctrl.ranges, "restPoses": ctrl.rest,
           "maxNumIterations": ctrl.cfg.ik_iterations, "residualThreshold": 1e-4}
-    q = [s[0] for s in p.getJointStates(w.robot_id, ctrl.dofs, physicsClientId=w.client)]
-    pos0, orn0 = ctrl.ee_pose()
-    rot0 = quat_matrix(orn0)
+    if home:
+        q, pos0, rot0 = list(ctrl.rest), np.asarray(ctrl.home_pos, dtype=float), quat_matrix(down_quat(ctrl.home_yaw))
+    else:
+        q = [s[0] for s in p.getJointStates(w.robot_id, ctrl.dofs, physicsClientId=w.client)]
+        pos0, orn0 = ctrl.ee_pose()
+        rot0 = quat_matrix(orn0)
     turn0 = matrix_rotvec(path[0][1] @ rot0.T)
     lead = [(pos0 + f * (path[0][0] - pos0), rotvec_matrix(f * turn0) @ rot0) for f in np.linspace(0.1, 0.9, LEAD)]
     offset = np.zeros(3)
     for k, (pos, rot) in enumerate([*lead, *path]):
         sol, offset = twin.solve(ctrl.dofs, q, ctrl.ee_link, pos, matrix_to_quat(rot), kw, offset)
-        q = np.clip(np.asarray(sol, dtype=float), lower, upper).tolist()
+        last, q = q, np.clip(np.asarray(sol, dtype=float), lower, upper).tolist()
         for j, v in zip(ctrl.dofs, q, strict=True):
             p.resetJointState(twin.robot, j, v, physicsClientId=c)
         if k < LEAD:
             continue
+        if jump is not None and k > LEAD and float(np.abs(np.subtract(q, last))[ctrl.arm_idx].max()) > jump:
+            return False
         st = p.getLinkState(twin.robot, ctrl.ee_link, computeForwardKinematics=True, physicsClientId=c)
-        if float(np.linalg.norm(np.asarray(st[4]) - pos)) > REACH_TOL or \
+        tol = LOOSE_TOL if k >= LEAD + len(path) - loose else REACH_TOL
+        if float(np.linalg.norm(np.asarray(st[4]) - pos)) > tol or \
                 float(np.linalg.norm(matrix_rotvec(quat_matrix(st[5]) @ rot.T))) > TURN_TOL:
             return False
     return True
