@@ -23,6 +23,7 @@ import numpy as np
 from qa.checks._common import join_failures, preserved, task_nodes
 from qa.config import QAConfig, ReachabilityConfig
 from qa.result import CheckResult
+from scenegen.layout.place import place_point
 from scenegen.relations import box_center, z_range
 from scenegen.rotations import axis_angle_quat, quat_matrix, quat_mul, yaw_of
 from scenegen.scene import Pose, Scene
@@ -32,8 +33,6 @@ from scenegen.tasks.plan import plan_grasp
 from scenegen.tasks.precheck import out_of_reach
 
 NAME = "reachability"
-_DIRS = {"left_of": (0.0, 1.0), "right_of": (0.0, -1.0), "in_front_of": (-1.0, 0.0), "behind": (1.0, 0.0),
-         "near": (-1.0, 0.0)}
 
 
 class _Arm:
@@ -143,9 +142,8 @@ def _place_point(world: Any, scene: Scene, subj: str, pred: str, obj: str, rc: R
     if pred in ("on", "in"):
         top = z_range(poses[obj], oe)[1]
         return np.array([oc[0], oc[1], top + height + rc.place_height])
-    d = np.asarray(_DIRS[pred])
-    off = 0.5 * (max(oe[:2]) + max(se[:2])) + 0.03
-    return np.array([oc[0] + d[0] * off, oc[1] + d[1] * off, scene.table_height + height + rc.place_height])
+    xy = place_point(pred, oc, oe, se)
+    return np.array([xy[0], xy[1], scene.table_height + height + rc.place_height])
 
 
 def _expert_grasp(world: Any, scene: Scene, t: str, home_yaw: float) -> tuple[dict, list[str]]:

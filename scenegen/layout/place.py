@@ -226,14 +226,8 @@ def check_2d(ctx: LayoutState, n: str, role: str, rel: str, parent: str, cand: P
             return "no room on the table (too close to the robot base)"
     elif not support_region(ctx, n, rel, parent, 0.0).contains(Point(*cand.centre)):
         return f"no room {rel} {parent}"
-    if n in ctx.needs_reach and ctx.arm_bands:
-        if not any(lo <= float(np.linalg.norm(cand.centre - b)) <= hi for b, lo, hi in ctx.arm_bands):
-            return "out of every arm's reach"
-    elif n in ctx.needs_reach:
-        d = float(np.linalg.norm(cand.centre - ctx.base_xy))
-        if not ctx.reach[0] <= d <= ctx.reach[1]:
-            return (f"out of the robot's reach ({d:.2f} m from the base, reach "
-                    f"{ctx.reach[0]:.2f}..{ctx.reach[1]:.2f} m)")
+    if n in ctx.needs_reach and (why := out_of_band(ctx, cand.centre)) is not None:
+        return why
     for m, other in ctx.placed.items():
         if m == ctx.table or m in ctx.ancestors[n] or n in ctx.ancestors[m]:
             continue
@@ -241,6 +235,37 @@ def check_2d(ctx: LayoutState, n: str, role: str, rel: str, parent: str, cand: P
             where = "the table" if parent == ctx.table else parent
             return f"no room {'on' if parent == ctx.table else rel} {where} (overlaps {m})"
     return None
+
+
+def out_of_band(ctx: LayoutState, xy: np.ndarray) -> str | None:
+    """Why a point (xy) is outside the robot's reach band (any arm's, several arms), or None."""
+    if ctx.arm_bands:
+        if not any(lo <= float(np.linalg.norm(xy - b)) <= hi for b, lo, hi in ctx.arm_bands):
+            return "out of every arm's reach"
+        return None
+    d = float(np.linalg.norm(xy - ctx.base_xy))
+    if not ctx.reach[0] <= d <= ctx.reach[1]:
+        return f"out of the robot's reach ({d:.2f} m from the base, reach {ctx.reach[0]:.2f}..{ctx.reach[1]:.2f} m)"
+    return None
+
+
+PLACE_DIRS = {"left_of": (0.0, 1.0), "right_of": (0.0, -1.0), "in_front_of": (-1.0, 0.0), "behind": (1.0, 0.0),
+              "near": (-1.0, 0.0)}
+"""Unit xy direction from a directional (or ``near``) goal's reference object to where its subject is put."""
+PLACE_GAP = 0.03
+"""Gap (m) between the two footprints' half-widths at a directional goal's place point."""
+
+
+def place_point(kind: str, anchor_xy: np.ndarray, anchor_ext: np.ndarray, subject_ext: np.ndarray) -> np.ndarray:
+    """Where (xy) a directional goal ``subject kind anchor`` puts its subject: beside the anchor, footprints apart.
+
+    The offset is the sum of the two footprints' half-diagonals (so it holds at any yaw of either) and a gap.
+
+    The one place point of a directional goal: the layout keeps it within reach, QA's reachability
+    check runs IK to it.
+    """
+    off = 0.5 * (math.hypot(*anchor_ext[:2]) + math.hypot(*subject_ext[:2])) + PLACE_GAP  # any yaw of either
+    return np.asarray(anchor_xy[:2], dtype=float) + off * np.asarray(PLACE_DIRS[kind])
 
 
 def check_relations(ctx: LayoutState, n: str, cand: Placed, rels: list[tuple[str, str, str]]) -> str | None:
@@ -267,6 +292,10 @@ def check_goals(ctx: LayoutState, n: str, cand: Placed) -> str | None:
     for g in ctx.graph.goals:
         if g.is_state or g.predicate in ("on", "in") or n not in (g.subject, g.object):
             continue
+        if g.object == n and g.predicate in PLACE_DIRS:  # the subject's place beside n must be reachable
+            at = place_point(g.predicate, cand.centre, ctx.geoms[n].extents, ctx.geoms[g.subject].extents)
+            if (why := out_of_band(ctx, at)) is not None:
+                return f"the place for {g.subject} {g.predicate} {n} is {why}"
         other = g.object if g.subject == n else g.subject
         if other not in ctx.placed:
             continue

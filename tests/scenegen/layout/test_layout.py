@@ -160,6 +160,28 @@ def test_task_objects_start_in_the_task_zone_and_no_goal_holds(cache):
                 assert poses["a"].position[1] <= poses["b"].position[1] + 1e-9
 
 
+def test_a_directional_goal_leaves_its_place_within_reach(cache):
+    """Big objects: the kettle's place behind the teapot must still be in the reach band (the layout's own test)."""
+    from scenegen.layout.place import place_point
+
+    assets = {"table": asset("table", cache), "kettle": asset("kettle", cache), "teapot": asset("teapot", cache)}
+    spec = get_robot("panda")
+    base = np.asarray(spec.base_pose.position[:2])
+    for goal in ("behind", "left_of", "in_front_of"):
+        g = SceneGraph(f"put the kettle {goal} the teapot")
+        g.add_object("table", "table", "support")
+        g.add_object("kettle", "kettle", "target")
+        g.add_object("teapot", "teapot", "receptacle")
+        for n in ("kettle", "teapot"):
+            g.add_relation(n, "on", "table")
+        g.add_goal("kettle", goal, "teapot")
+        for seed in range(6):
+            poses = solve_layout(g, assets, np.random.default_rng(seed))
+            centre = Placed.make("teapot", poses["teapot"], asset_geometry(assets["teapot"])).centre
+            at = place_point(goal, centre, assets["teapot"].extents, assets["kettle"].extents)
+            assert spec.reach_min <= float(np.linalg.norm(at - base)) <= spec.reach_max, (goal, seed)
+
+
 def test_layout_is_deterministic(assets):
     g = full_graph()
     cfg = LayoutConfig(task_zone=None)
