@@ -200,6 +200,17 @@ class NoisyFlow(nn.Module):
         stds = torch.stack([std(chain[:, k], grid[k].expand(chain.shape[0]), k) for k in noisy], 1)
         return lp, fm.gaussian_entropy(stds)
 
+    def logprob_terms(self, chain: torch.Tensor) -> int:
+        """How many log-density terms :meth:`log_prob` averages over (``normalize``), else 1 (it sums them).
+
+        A normalised log-ratio times this is the whole chain's (PPOFlow reports that chain's KL beside the
+        per-dimension one).
+        """
+        if not self.normalize:
+            return 1
+        noisy = sum(fm.noisy_steps(self.steps, self.ft_steps))
+        return (noisy + 1) * int(chain.shape[2]) * int(chain.shape[3])  # the transitions and x_0, all dims
+
     def mean_action(self, z: Any, generator: torch.Generator | None = None) -> torch.Tensor:
         """The noise-free chunk ``(B, H, A)``: K Euler steps from fresh initial noise (the deployed policy)."""
         velocity, _ = self._fields(z)

@@ -176,6 +176,21 @@ def test_policy_chain_log_prob_matches_an_independent_computation(k, ft):
     assert stds.min() >= 0.05 and stds.max() <= 0.3
 
 
+@pytest.mark.parametrize("k,ft", [(1, None), (4, None), (4, 2)])
+def test_normalised_log_prob_times_its_terms_is_the_chain_s(k, ft):
+    pol = TinyFlow()
+    summed, meaned = agent_for(pol, k, ft), agent_for(pol, k, ft)
+    meaned.normalize = True
+    obs = {"state": np.random.default_rng(1).uniform(-1, 1, (4, 2)).astype(np.float32)}
+    with torch.no_grad():
+        z = summed.embed(obs)
+        chain, lp = summed.sample(z, torch.Generator().manual_seed(5))
+        mean_lp = meaned.log_prob(z, chain)[0]
+    assert summed.logprob_terms(chain) == 1
+    assert meaned.logprob_terms(chain) == ((ft or k) + 1) * H * A
+    torch.testing.assert_close(mean_lp * meaned.logprob_terms(chain), lp, atol=1e-4, rtol=1e-5)
+
+
 def test_noise_net_bounds_and_init():
     net = NoiseNet(3, H, A, sigma_min=0.08, sigma_max=0.14, init_std=0.1)
     assert torch.allclose(net(torch.randn(7, 3)), torch.full((7, H, A), 0.1), atol=1e-6)
