@@ -377,8 +377,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         t_up = time.perf_counter()
         warmup = iteration < cfg.critic_warmup_iters
         stats: dict[str, list[float]] = {k: [] for k in ("pg_loss", "value_loss", "entropy", "approx_kl",
-                                                         "approx_kl_chain", "clip_frac", "ratio_mean",
-                                                         "ratio_max_dev")}
+                                                         "approx_kl_chain", "clip_frac", "ratio_mean", "ratio_max_dev")}
         terms = agent.logprob_terms(b_chain)  # 1 unless normalised: the chain's log-ratio is this times the mean
         stopped_early, n_batch = False, N * T
         guard = _ratio_guard(agent, cfg, buf_obs[0], b_z, b_chain[:N], b_logp[:N], iteration)
