@@ -12,7 +12,9 @@ accepted scene. Per task and tier it records:
 - ``success``: episodes with progress 1, rate and Wilson 95% interval (the share of accepted
   scenes the feasibility check would keep, so full-QA acceptance ~= accepted / attempts x success);
 - ``steps``: episode length (mean, and mean over successes), under a budget of
-  ``max(400, --steps-per-goal x goals)`` steps for the pack's largest task;
+  ``max(400, --steps-per-goal x goals)`` steps for the pack's largest task, a flip counting as two goals
+  (:data:`scenegen.tasks.config.GOAL_WEIGHTS`), which the env scales once more per four goals begun
+  (:func:`~scenegen.tasks.config.episode_budget`: each row's ``limit`` is the episode's own);
 - ``failures``: the expert's failure kinds.
 
 Results go to ``benchmarks/seed_tasks.json`` after every cell, keyed ``ROBOT/TASK/tier-K``; a rerun
@@ -63,12 +65,13 @@ def _r(x: float, d: int = 3) -> float:
 def measure(pack_dir: Path, steps_per_goal: int, seed: int) -> dict:
     """One expert episode on every scene of a pack: progress, success, steps, failures."""
     from rl.envs import PickPlaceEnv
+    from scenegen.tasks.config import goal_units
     from scenegen.tasks.expert import rollout
 
     pack = load_pack(pack_dir)
     if not len(pack):
         return {"scenes": 0}
-    goals = max(len(pack.scene(s).graph.goals) for s in pack.scene_ids)
+    goals = max(goal_units(pack.scene(s).graph.goals) for s in pack.scene_ids)
     budget = max(MIN_STEPS, steps_per_goal * goals)
     env = PickPlaceEnv(pack, image_keys=(), max_episode_steps=budget)
     rows = []
@@ -76,7 +79,8 @@ def measure(pack_dir: Path, steps_per_goal: int, seed: int) -> dict:
         for sid in pack.scene_ids:
             res, _ = rollout(env, seed=seed, options={"scene_id": sid})
             rows.append({"scene": sid[:12], "goals": len(pack.scene(sid).graph.goals), "progress": _r(res.progress),
-                         "success": bool(res.success), "steps": int(res.steps), "failure": res.failure})
+                         "success": bool(res.success), "steps": int(res.steps), "limit": int(env.episode.step_limit),
+                         "failure": res.failure})
     finally:
         env.close()
     prog = [r["progress"] for r in rows]

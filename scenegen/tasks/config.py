@@ -8,9 +8,11 @@ domain randomization (:class:`rl.envs.config.EnvConfig`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from scenegen.errors import ConfigError
+from scenegen.graph import Goal
 from scenegen.sim.control import ACTION_MODES
 from scenegen.sim.world import WorldConfig
 from scenegen.validate import finite, int_in, is_finite
@@ -20,14 +22,30 @@ CAMERAS = ("front", "wrist", "wrist_left", "wrist_right")
 POINTCLOUD_BACKENDS = ("auto", "numpy", "open3d")
 GOALS_PER_BUDGET = 4
 """An expert episode gets its step budget once per this many goals (a sort of 10 parts gets three)."""
+GOAL_WEIGHTS = {"upright": 2}
+"""How many goals a state goal of each predicate counts as in the step budget (others count one).
+
+A flip (:mod:`scenegen.tasks.flip`) takes about twice a pick-and-place: measured with the scripted expert
+(``benchmarks/seed_tasks.py``, seed 0), one mug flip alone takes 80-198 steps (mean 126, 12 scenes) and a
+two-mug scene 248-397 (mean 341, 170 a goal), while a bottle put in a bin takes 68 steps alone and 87-100 a
+goal in scenes of two to five.
+"""
 
 
-def episode_budget(max_steps: int, goals: int) -> int:
-    """The step budget of an episode of ``goals`` goals: ``max_steps`` per :data:`GOALS_PER_BUDGET` goals begun.
+def goal_units(goals: int | Iterable[Goal]) -> int:
+    """Goals as the step budget counts them: a number as it is, each goal of a list by :data:`GOAL_WEIGHTS`."""
+    if isinstance(goals, int):
+        return goals
+    return sum(GOAL_WEIGHTS.get(g.predicate, 1) if g.is_state else 1 for g in goals)
 
+
+def episode_budget(max_steps: int, goals: int | Iterable[Goal]) -> int:
+    """The step budget of an episode of ``goals``: ``max_steps`` per :data:`GOALS_PER_BUDGET` goals begun.
+
+    ``goals`` is a number of goals or the goals themselves, weighted by :data:`GOAL_WEIGHTS` (:func:`goal_units`).
     A function of the scene alone, so a scene's budget (and its expert episode) stays deterministic.
     """
-    return int(max_steps) * max(1, math.ceil(int(goals) / GOALS_PER_BUDGET))
+    return int(max_steps) * max(1, math.ceil(goal_units(goals) / GOALS_PER_BUDGET))
 
 
 def _default_world() -> WorldConfig:
@@ -80,7 +98,7 @@ class EpisodeConfig:
     """Box ``(xmin, ymin, zmin, xmax, ymax, zmax)`` the commanded end effector stays in; z is above the table."""
     max_episode_steps: int = 200
     """Steps before an episode is truncated (``timeout``), per :data:`GOALS_PER_BUDGET` goals begun when
-    ``steps_scale_with_goals`` (a sort of 10 parts gets three times this)."""
+    ``steps_scale_with_goals`` (a sort of 10 parts gets three times this; a flip counts as :data:`GOAL_WEIGHTS`)."""
     steps_scale_with_goals: bool = True
     """Scale the episode's step limit with its scene's number of goals (:func:`episode_budget`)."""
     finger_force: float = 60.0

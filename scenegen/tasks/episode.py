@@ -245,7 +245,7 @@ class TaskEpisode(Closeable):
         rt.controller.reset()
         rt.task.reset()
         self._rt, self._scene_id, self._steps = rt, scene_id, 0
-        self.step_limit = (episode_budget(self.cfg.max_episode_steps, len(graph.goals))
+        self.step_limit = (episode_budget(self.cfg.max_episode_steps, graph.goals)
                            if self.cfg.steps_scale_with_goals else self.cfg.max_episode_steps)
         self._last = rt.task.last
         info = {"scene_id": scene_id, "instruction": self._instruction, "instruction_index": self._instruction_index,

@@ -17,6 +17,9 @@ two poses counting as a failure) with :func:`scenegen.tasks.swingcheck.reaches`,
 - else the turn (among :data:`TARGETS`, both sides) whose flip is reached, preferring a target whose
   neighbours are reached too (the mug may turn a little less or more than the hand);
 - else what :func:`~scenegen.tasks.mugturn.turn_plan` picks (the flip as before).
+
+Each choice keeps the arm's links (lead-in included) :data:`~scenegen.tasks.armclear.ARM_MARGIN` clear of the
+other objects too: when none does, the fixed turn is made, as when nothing is reached.
 """
 
 from __future__ import annotations
@@ -167,13 +170,15 @@ def _lift_z(ctrl: Any, hg: HandleGrasp, table: float) -> float:
 
 
 def reach_yaw(ctrl: Any, hg: HandleGrasp, verts: np.ndarray, near: float, backoff: float, hover: float,
-              table: float, now: bool = True, boxes: list | None = None) -> tuple[float | None, bool]:
+              table: float, now: bool = True, boxes: list | None = None,
+              arm: bool = False) -> tuple[float | None, bool]:
     """The first of :func:`pinch_yaws` whose whole flip the arm reaches on its twin, and whether from home.
 
     From where the arm is (when ``now``), else (or when no yaw is reached from there) from the arm's home
     pose: ``(yaw, False)``, ``(yaw, True)`` or ``(None, False)``. The swing's last pose and the lowering are
     checked loosely (the mug is let go wherever the lowering stops). A flip whose swinging mug meets one of
-    ``boxes`` (:func:`sweep_hits`) is not reached.
+    ``boxes`` (:func:`sweep_hits`) is not reached; with ``arm``, nor one that brings a link of the arm near one
+    of them (:mod:`scenegen.tasks.armclear`).
     """
     yaws = pinch_yaws(hg, near, ctrl.home_yaw)
     lift = _lift_z(ctrl, hg, table)
@@ -182,7 +187,7 @@ def reach_yaw(ctrl: Any, hg: HandleGrasp, verts: np.ndarray, near: float, backof
         return None, False
     for home in ((False, True) if now else (True,)):
         for yaw, path in paths:
-            if reaches(ctrl, path, JUMP, home=home, loose=2):
+            if reaches(ctrl, path, JUMP, home=home, loose=2, obstacles=boxes if arm else None):
                 return yaw, home
     return None, False
 
@@ -207,11 +212,19 @@ def plan_flip(ctrl: Any, hg: HandleGrasp, verts: np.ndarray, base_xy: np.ndarray
         table: the table's height (m).
         turn: whether a turn may come first.
         boxes: the other objects' world AABBs, which the swinging mug must miss (:func:`other_boxes`).
+
+    Every choice keeps the arm's links clear of ``boxes`` too (:mod:`scenegen.tasks.armclear`): a flip whose arm
+    would come near another object counts as not reached (letting it come near, as before, knocked neighbours over).
     """
+    return _plan(ctrl, hg, verts, base_xy, backoff, hover, table, turn, boxes, bool(boxes))
+
+
+def _plan(ctrl: Any, hg: HandleGrasp, verts: np.ndarray, base_xy: np.ndarray, backoff: float, hover: float,
+          table: float, turn: bool, boxes: list | None, arm: bool) -> FlipPlan:
     base_xy = np.asarray(base_xy, dtype=float)
     sideways = SIDEWAYS[0] <= abs(_off(hg, base_xy)) <= SIDEWAYS[1]
     if sideways:
-        yaw, home = reach_yaw(ctrl, hg, verts, ctrl.target_yaw, backoff, hover, table, boxes=boxes)
+        yaw, home = reach_yaw(ctrl, hg, verts, ctrl.target_yaw, backoff, hover, table, boxes=boxes, arm=arm)
         if yaw is not None or not turn:
             return FlipPlan(None, yaw, yaw is not None, home)
     if turn:
@@ -224,7 +237,7 @@ def plan_flip(ctrl: Any, hg: HandleGrasp, verts: np.ndarray, base_xy: np.ndarray
                 if plan is not None:
                     moved, moved_verts = rotated(hg, verts, plan[1])
                     yaw = reach_yaw(ctrl, moved, moved_verts, plan[0] + plan[1], backoff, hover, table,
-                                    now=False, boxes=boxes)[0]
+                                    now=False, boxes=boxes, arm=arm)[0]
                 got.append((plan, yaw if plan is not None and abs(plan[1]) >= MIN_TURN else None))
             for i, (plan, yaw) in enumerate(got):
                 if yaw is None:

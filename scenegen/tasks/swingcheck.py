@@ -21,6 +21,7 @@ import numpy as np
 
 from scenegen.rotations import down_quat, matrix_to_quat, quat_matrix
 from scenegen.sim.control import compose_orientation, matrix_rotvec, rotvec_matrix, wrap
+from scenegen.tasks.armclear import Obstacles
 from scenegen.tasks.mugturn import HandleGrasp
 
 LEAD = 9
@@ -47,7 +48,7 @@ def approach_path(hg: HandleGrasp, yaw: float, swing0: np.ndarray, backoff: floa
 
 
 def reaches(ctrl: Any, path: list[tuple[np.ndarray, np.ndarray]], jump: float | None = None,
-            home: bool = False, loose: int = 0) -> bool:
+            home: bool = False, loose: int = 0, obstacles: list | None = None) -> bool:
     """True when the arm reaches every pose of ``path`` in turn from where it is (True without an IK twin).
 
     Each pose is solved on the controller's twin (the world is untouched), warm-started from the last
@@ -55,13 +56,22 @@ def reaches(ctrl: Any, path: list[tuple[np.ndarray, np.ndarray]], jump: float | 
     pose and joints instead); a pose counts as reached within :data:`REACH_TOL` and :data:`TURN_TOL` with the
     joints held inside their limits, the last ``loose`` poses within :data:`LOOSE_TOL`. With ``jump`` (rad), a
     joint moving further than that between two poses of ``path`` (the arm leaping to another inverse-kinematics
-    branch) fails too.
+    branch) fails too. With ``obstacles`` (other objects' world boxes ``(lo, hi)``), a pose (of the lead-in too)
+    that brings a link of the arm within :data:`~scenegen.tasks.armclear.ARM_MARGIN` of one fails too.
     """
-    import pybullet as p
-
     twin = getattr(ctrl, "twin", None)
     if twin is None or not path:
         return True
+    if not obstacles:
+        return _reaches(ctrl, twin, path, jump, home, loose, None)
+    with Obstacles(twin, ctrl, obstacles) as obs:
+        return _reaches(ctrl, twin, path, jump, home, loose, obs)
+
+
+def _reaches(ctrl: Any, twin: Any, path: list[tuple[np.ndarray, np.ndarray]], jump: float | None, home: bool,
+             loose: int, obs: Obstacles | None) -> bool:
+    import pybullet as p
+
     c, w = twin.client, ctrl.world
     lower, upper = np.asarray(ctrl.lower), np.asarray(ctrl.upper)
     kw = {"lowerLimits": ctrl.lower, "upperLimits": ctrl.upper, "jointRanges": ctrl.ranges, "restPoses": ctrl.rest,
@@ -80,6 +90,8 @@ def reaches(ctrl: Any, path: list[tuple[np.ndarray, np.ndarray]], jump: float | 
         last, q = q, np.clip(np.asarray(sol, dtype=float), lower, upper).tolist()
         for j, v in zip(ctrl.dofs, q, strict=True):
             p.resetJointState(twin.robot, j, v, physicsClientId=c)
+        if obs is not None and obs.near():  # the lead-in too: the arm swings in from where it is
+            return False
         if k < LEAD:
             continue
         if jump is not None and k > LEAD and float(np.abs(np.subtract(q, last))[ctrl.arm_idx].max()) > jump:
