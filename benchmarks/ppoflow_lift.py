@@ -61,11 +61,13 @@ def make_pack(b: Bench, prompt: str, which: str, n: int, seed: int) -> dict:
     return {"scenes": len(pk), "path": str(pk.root)}
 
 
-def evaluate(b: Bench, policy: str, pack: str, k: int) -> dict:
+def evaluate(b: Bench, policy: str, pack: str, k: int, dr: bool = False) -> dict:
+    """Score a policy on a pack: nominal scenes, or (``dr``) under the env's default DR, the training condition."""
+    from rl.envs import DRConfig
     from rl.evaluate import evaluate as run_eval
 
     rep = run_eval(policy, pack, b.args.eval_episodes, workers=b.args.workers, device=b.args.device, num_steps=k,
-                   seed=b.args.eval_seed)
+                   seed=b.args.eval_seed, **({"dr": DRConfig()} if dr else {}))
     rep.pop("per_episode", None)
     return {key: rep[key] for key in ("episodes", "successes", "success_rate", "success_ci95", "progress",
                                       "progress_ci95", "seconds", "failures")}
@@ -156,10 +158,14 @@ def run_prompt(b: Bench, prompt: str) -> dict:
             "train", "bc", str(base / "demos"), "-o", bc, "--device", a.device, "--steps",
             str(a.bc_steps), "--resume", "--no-progress", "--eval-every", "0", "--time-limit-s",
             str(int(b.left() - 30))) or _bc_done(base / "bc", a.bc_steps), 90)
+    def score(key: str, stage: str, policy: str, pack: str, k: int) -> None:
+        r[key] = b.stage(stage, lambda: evaluate(b, policy, pack, k))
+        if a.eval_dr:  # the same episodes' seeds under the training DR
+            r[f"{key}_dr"] = b.stage(f"{stage}_dr", lambda: evaluate(b, policy, pack, k, dr=True))
+
     for k in a.bc_ks:
         for where in ("train", "held"):
-            r[f"bc_k{k}_{where}"] = b.stage(f"{s}/eval_bc_k{k}_{where}",
-                                            lambda k=k, w=where: evaluate(b, bc, packs[w], k))
+            score(f"bc_k{k}_{where}", f"{s}/eval_bc_k{k}_{where}", bc, packs[where], k)
     starts = {"bc": bc}
     if a.rft_rollouts:  # rejection fine-tuning of the BC policy, scored like it, and a start for PPOFlow too
         rft_run = base / "rft"
@@ -177,8 +183,7 @@ def run_prompt(b: Bench, prompt: str) -> dict:
         r["rft"] = b.stage(f"{s}/rft", rft, 150)
         if "error" not in r["rft"]:
             for where in ("train", "held"):
-                r[f"rft_k10_{where}"] = b.stage(f"{s}/eval_rft_k10_{where}",
-                                                lambda w=where: evaluate(b, str(rft_run), packs[w], 10))
+                score(f"rft_k10_{where}", f"{s}/eval_rft_k10_{where}", str(rft_run), packs[where], 10)
             starts["rft"] = str(rft_run)
     for start in a.ppo_from:
         if start not in starts:
@@ -189,9 +194,7 @@ def run_prompt(b: Bench, prompt: str) -> dict:
             r[tag] = b.stage(f"{s}/{tag}", lambda k=k, st=start, tag=tag: ppoflow(
                 b, prompt, k, starts[st], packs["train"], tag), 90)
             for where in ("train", "held"):
-                r[f"{tag}_{where}"] = b.stage(
-                    f"{s}/eval_{tag}_{where}",
-                    lambda k=k, w=where, tag=tag: evaluate(b, str(base / tag / "policy"), packs[w], k))
+                score(f"{tag}_{where}", f"{s}/eval_{tag}_{where}", str(base / tag / "policy"), packs[where], k)
             for bk in a.bc_ks:  # against the BC policy at each K it was scored at (K=10: as trained)
                 for where in ("train", "held"):
                     r[f"lift_{tag}_{where}_points_vs_bc_k{bk}"] = round(100 * (
@@ -312,6 +315,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=16, help="env processes for packs and evaluation")
     ap.add_argument("--eval-episodes", type=int, default=100)
     ap.add_argument("--no-numerics", action="store_true", help="skip the ratio_numerics stage")
+    ap.add_argument("--eval-dr", action="store_true",
+                    help="score every policy under the default DR too (keys ..._dr), the condition it trains in")
     ap.add_argument("--eval-seed", type=int, default=1_000_000)
     ap.add_argument("--out", default=str(Path(__file__).with_name("ppoflow_lift.json")))
     ap.add_argument("--init-bc", default=None, help="start from this BC run (skips pack, demos and bc; one prompt)")
