@@ -99,3 +99,20 @@ def stand_up(world: World, ctrl: ArmController, node: str, yaw_limit: float,
     axis = np.cross(ek, _DOWN)
     swing = axis / np.linalg.norm(axis) * (math.pi / 2)
     return float(yaw), swing, float(np.linalg.norm(end - pos))
+
+
+def stand_swing(ctrl: ArmController, swing: np.ndarray, yaw: float, yaw_tol: float, step: float) -> np.ndarray | None:
+    """The swing to command while standing a held subject up in place (see :func:`stand_up`).
+
+    None (no tilt) until the hand has turned to ``yaw``: a tilt while it still turns rolls the subject
+    about its long axis, and a thin pinched handle (a spoon's, a fork's) rolls out of the fingertips.
+    Then ``swing`` itself, approached about its own axis by at most ``step`` rad a step: the env clips
+    each tilt component alone, so a larger error would tilt the hand about a skewed axis (a roll again).
+    Once the tilt has begun the commanded one is kept while the yaw settles.
+    """
+    now = np.asarray(ctrl.target_swing, dtype=float)
+    if abs(wrap(ctrl.target_yaw - yaw)) >= yaw_tol:
+        return now if np.any(now) else None
+    swing = np.asarray(swing, dtype=float)
+    size = float(np.linalg.norm(swing))
+    return swing * min(1.0, (float(np.linalg.norm(now)) + step) / size) if size > 0 else None

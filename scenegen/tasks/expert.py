@@ -29,7 +29,7 @@ from scenegen.graph import Goal
 from scenegen.relations import z_range
 from scenegen.sim.control import matrix_rotvec, rotvec_matrix, wrap
 from scenegen.tasks.bimanual import MultiArmExpert
-from scenegen.tasks.carry import anchor_xy, descent_target, stand_up, tilted, turned_yaw
+from scenegen.tasks.carry import anchor_xy, descent_target, stand_swing, stand_up, tilted, turned_yaw
 from scenegen.tasks.drag import DragSkill, maybe_drag
 from scenegen.tasks.flip import FlipSkill, flip_kind
 from scenegen.tasks.plan import (
@@ -302,9 +302,9 @@ class ScriptedExpert:
             if self.count > 150:
                 self._retry(f"could not carry {node} over its placement")
                 return None
-            if self.swing is not None and not turned:  # stand the subject up in place, slowly, then carry it
-                wp = np.array([*ctrl.target_pos[:2], self.carry_z])
-                return self._move(wp, self.carry_yaw, True, 0.3, self.swing)
+            if self.swing is not None and not turned:  # stand the subject up in place: turn, tilt slowly, carry it
+                up = stand_swing(ctrl, self.swing, self.carry_yaw, self.cfg.yaw_tol, 0.3 * self.env.cfg.max_tilt_delta)
+                return self._move(np.array([*ctrl.target_pos[:2], self.carry_z]), self.carry_yaw, True, 0.3, up)
             wp = np.array([*(self._steer_from()[:2] + 0.5 * (self.target.xy - obj)), self.carry_z])
             speed = self.cfg.carry_speed * (0.5 if self.target.upright else 1.0)  # a hanging subject swings
             return self._move(wp, self.carry_yaw, True, speed, self.swing)

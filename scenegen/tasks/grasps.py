@@ -39,6 +39,12 @@ collision shapes reach 8.6 mm below the target (measured); at 8 mm they pressed 
 friction held them open (a marker lying on the table was missed in 6 of 20 grasps)."""
 PINCH_MIN = 0.003
 """Least height (m) of material the finger pads must overlap."""
+PAD_HALF = 0.012
+"""Half the length (m) of the Panda's finger pads along a pinched long object (10.5 mm measured, plus slack)."""
+PAD_STEP = 0.002
+"""Spacing (m) of the cuts across a long object under the pads."""
+PAD_TAPER = 0.002
+"""Largest difference (m) between the widest and the narrowest section under the pads of a pinch."""
 FLAT_CLEARANCE = 0.008
 """Lowest grasp-target height (m) above the table for an object (or section) whose top is lower than
 :data:`TABLE_CLEARANCE` (a washer): the pads must reach down to its edge, the fingertips skimming the table."""
@@ -56,6 +62,7 @@ LONG_RATIO = 2.2
 """An object whose box is this many times longer (x) than wide (y) is long."""
 
 _MESHES: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+_PARTS: OrderedDict[str, tuple[tuple[np.ndarray, np.ndarray], ...]] = OrderedDict()
 _RESULTS: OrderedDict[tuple, tuple | None] = OrderedDict()
 _LOCK = threading.Lock()
 
@@ -77,6 +84,30 @@ def grasp_mesh(asset: Asset) -> tuple[np.ndarray, np.ndarray] | None:
         while len(_MESHES) > 256:
             _MESHES.popitem(last=False)
     return mesh
+
+
+def touch_meshes(asset: Asset) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The meshes the fingers touch: the visual mesh and every convex collision part (asset frame), read once.
+
+    A collision part can reach past the visual surface (a fork's convex head part covers its neck, a centimetre
+    nearer the handle than the visual flare), and the fingers stop on whichever they meet first.
+    """
+    key = f"{asset.id}:{asset.path}:collision"
+    with _LOCK:
+        parts = _PARTS.get(key)
+    if parts is None:
+        found = []
+        for rel in asset.collision if asset.path is not None else ():
+            try:
+                found.append(read_obj(asset.file(rel)))
+            except (OSError, ValueError):
+                continue
+        parts = tuple(found)
+        with _LOCK:
+            _PARTS[key] = parts
+            while len(_PARTS) > 256:
+                _PARTS.popitem(last=False)
+    return [m for m in (grasp_mesh(asset), *parts) if m is not None]
 
 
 def _cached(key: tuple, compute):  # noqa: ANN001, ANN202
@@ -154,13 +185,19 @@ def heavy_end(asset: Asset, pose: Pose) -> np.ndarray:
     return rot @ np.array([end, com[1], com[2]]) + pos
 
 
+def _cut(meshes: list[tuple[np.ndarray, np.ndarray]], u: np.ndarray, origin: np.ndarray) -> np.ndarray:
+    """Points where any of the (world-frame) meshes crosses the plane through ``origin`` normal to ``u``."""
+    return np.concatenate([_plane_section(v, f, u, origin) for v, f in meshes])
+
+
 def _section(asset: Asset, pose: Pose, table: float, opening: float,
              reserve: float) -> tuple[tuple[np.ndarray, np.ndarray, float], ...]:
-    mesh = grasp_mesh(asset)
-    if mesh is None:
+    meshes = touch_meshes(asset)
+    if grasp_mesh(asset) is None:
         return ()
     rot, pos = quat_matrix(pose.orientation), np.asarray(pose.position, dtype=float)
-    verts = mesh[0] @ rot.T + pos
+    meshes = [(v @ rot.T + pos, f) for v, f in meshes]
+    verts = meshes[0][0]
     u = np.array([rot[0, 0], rot[1, 0], 0.0])
     if np.linalg.norm(u) < 1e-6:
         return ()
@@ -175,26 +212,39 @@ def _section(asset: Asset, pose: Pose, table: float, opening: float,
             lo = max(lo, float(along.min()) + reserve)
         else:
             hi = min(hi, float(along.max()) - reserve)
+    cuts: dict[int, tuple[float, float, float, float] | None] = {}
+
+    def cut(k: int) -> tuple[float, float, float, float] | None:  # (lateral lo, hi, z lo, hi) at k * PAD_STEP
+        if k not in cuts:
+            pts = _cut(meshes, u, com + k * PAD_STEP * u)
+            cuts[k] = None if len(pts) < 3 else (float(((pts - com) @ v).min()), float(((pts - com) @ v).max()),
+                                                 float(pts[:, 2].min()), float(pts[:, 2].max()))
+        return cuts[k]
+
+    reach = round(PAD_HALF / PAD_STEP)
     steps = np.arange(0.0, 0.4 * length, 0.004)
     found = []
     for off in sorted({float(s) for s in np.concatenate([steps, -steps])}, key=lambda s: (abs(s), s)):
         if not lo <= off <= hi:
             continue
-        origin = com + off * u
-        pts = _plane_section(verts, mesh[1], u, origin)
-        if len(pts) < 3:
+        k0 = round(off / PAD_STEP)
+        span = [cut(k) for k in range(k0 - reach, k0 + reach + 1)]
+        own = cut(k0)
+        if own is None or any(c is None for c in span):
             continue
-        lat = (pts - origin) @ v
-        width = float(lat.max() - lat.min())
-        if width > opening - 0.012:
+        # the pads bear on the widest part under them: that must be a section as wide as the narrowest (parallel
+        # edges), or the fingers close on a flare's corner (a fork's neck) and squeeze the object out
+        left, right = min(c[0] for c in span), max(c[1] for c in span)
+        width = right - left
+        if width > opening - 0.012 or width - min(c[1] - c[0] for c in span) > PAD_TAPER:
             continue
-        z_lo, z_hi = float(pts[:, 2].min()), float(pts[:, 2].max())
+        z_lo, z_hi = own[2], own[3]
         # the pads (from the fingertips up) must overlap the section, the fingertips clear of the table
         z = max(lowest_target(table, z_hi), min(0.5 * (z_lo + z_hi) - 0.002, z_hi - 0.006))
         overlap = z_hi - max(z_lo, z - FINGERTIP_BELOW)
         if overlap < min(PINCH_MIN, 0.8 * (z_hi - z_lo)):
             continue
-        centre = origin + v * float(0.5 * (lat.max() + lat.min()))
+        centre = com + off * u + v * float(0.5 * (left + right))
         found.append((np.array([centre[0], centre[1], z]), v, width))
     return tuple(found)
 

@@ -25,6 +25,7 @@ from scenegen.sim.world import World
 from scenegen.tasks.bins import flat_axes, holder, raised, slot_drop, surface_under, wall_gap
 from scenegen.tasks.clearance import clearest
 from scenegen.tasks.grasps import grasp_mesh, is_long, lowest_target, rim_grasp, section_grasps
+from scenegen.tasks.spots import across_rim, free_spot
 from scenegen.tasks.tracker import node_body
 
 GENTLE_MASS = 0.03
@@ -385,11 +386,12 @@ def place_target(world: World, goal: Goal, reach: tuple[float, float],
                  rel: RelationConfig | None = None, upright: bool | None = None) -> Placement | None:
     """Where (and how) to put ``goal.subject`` so that the goal's relation holds; None when nowhere was found.
 
-    ``in``: at the cavity's centre (beside what already lies in it), turned so that the subject's
-    footprint fits the opening, or stood up when it cannot lie inside (:func:`needs_upright`; ``upright``
-    forces either);
-    ``on``: at the object's centre, turned to fit its top; other relations: the nearest free spot
-    on the table where the tightened relation holds.
+    ``in``: at the cavity's centre (beside what already lies in it, :func:`~scenegen.tasks.spots.free_spot`),
+    turned so that the subject's footprint fits the opening, or stood up when it cannot lie inside
+    (:func:`needs_upright`; ``upright`` forces either);
+    ``on``: at the object's centre, turned to fit its top, or across the rim of an open container too deep to
+    lie in (:func:`~scenegen.tasks.spots.across_rim`); other relations: the nearest free spot on the table
+    where the tightened relation holds.
     """
     s, o = goal.subject, goal.object
     sa, oa = world.assets[s], world.assets[o]
@@ -413,8 +415,7 @@ def place_target(world: World, goal: Goal, reach: tuple[float, float],
             inner_r = float(np.min(np.linalg.norm(geom.inner - geom.inner.mean(axis=0), axis=1)))
             cands = [centre + 0.45 * inner_r * np.array([math.cos(a), math.sin(a)])
                      for a in np.linspace(0, 2 * math.pi, 8, endpoint=False)]
-            pts = [np.asarray(world.pose(n).position[:2]) for n in others]
-            xy = max(cands, key=lambda c: min(float(np.linalg.norm(c - q)) for q in pts))
+            xy = free_spot(world, s, o, others, cands)
         floor = float((np.asarray(op.position) + rot @ np.array([0.0, 0.0, geom.floor_z]))[2])
         rim = z_range(op, o_ext)[1]
         if needs_upright(world, goal) if upright is None else upright:
@@ -424,6 +425,8 @@ def place_target(world: World, goal: Goal, reach: tuple[float, float],
     if goal.predicate == "on":
         c = np.asarray(box_center(op, o_ext)[:2], dtype=float)
         top = z_range(op, o_ext)[1]
+        if (across := across_rim(world, s, o, reach, rel)) is not None:  # too deep to lie in: across its rim
+            return Placement(across[0], top + 0.012, top + 0.003, across[1])
         turn = _fit_turn(world, s, _region(world, o, "on"), c)
         return Placement(c, top + 0.012, top + 0.003, turn or 0.0)
     tight = (rel or RelationConfig()).tightened()
