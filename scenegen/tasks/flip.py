@@ -1,6 +1,6 @@
-"""The expert's flip skill: turn an inverted mug upright, stand a lying bottle up (single arm, ``ee7``).
+"""The expert's flip skill: turn an inverted mug upright, stand a lying bottle or mug up (single arm, ``ee7``).
 
-Two regrasp-free strategies, each a small closed-loop state machine driven by
+Three regrasp-free strategies, each a small closed-loop state machine driven by
 :class:`scenegen.tasks.expert.ScriptedExpert` for a state goal ``upright``:
 
 - **inverted mug** (:func:`handle_grasp`): the hand comes in horizontally, pointing from the
@@ -16,6 +16,8 @@ Two regrasp-free strategies, each a small closed-loop state machine driven by
   mass, a lift, a turn about the vertical (so the tilted hand will point sideways, where the arm
   reaches) and a 90 degree turn about the closing axis that points the bottle's base down (the
   approach axis horizontal), then lower until contact, release, back off, rise.
+- **lying mug** (:mod:`scenegen.tasks.mugstand`): a pinch of the thin wall of its rim, the hand pointing
+  into the opening, a lift, a quarter turn that stands the mug up, then lower, release, back off, rise.
 
 The expert knocks nothing over: the hand moves above every other object when empty, and the
 mug swings in place, high enough to clear the table.
@@ -46,6 +48,7 @@ from scenegen.tasks.flipplan import (
     plan_flip,
 )
 from scenegen.tasks.grasps import TABLE_CLEARANCE, grasp_mesh
+from scenegen.tasks.mugstand import MugStand, first_rim_grasp
 from scenegen.tasks.mugturn import HandleGrasp, MugTurn
 from scenegen.tasks.plan import top_of_others
 from scenegen.tasks.swingcheck import pick_swing_yaw
@@ -133,12 +136,14 @@ def lying_grasp(asset: Asset, pose: Pose, table: float, opening: float) -> tuple
 
 
 def flip_kind(world, node: str, goal: Goal) -> str | None:  # noqa: ANN001
-    """``mug`` or ``bottle`` when the flip skill can reach ``goal`` (``upright``) for ``node``; else None."""
+    """``mug``, ``rim`` (a lying mug) or ``bottle`` when the flip skill can reach ``goal`` (``upright``); else None."""
     if goal.predicate != "upright":
         return None
     asset, pose = world.assets[node], world.pose(node)
     if state_holds("inverted", pose) and handle_grasp(asset, pose) is not None:
         return "mug"
+    if state_holds("lying", pose) and first_rim_grasp(asset, pose, world.robot.max_opening) is not None:
+        return "rim"
     ext = asset.extents
     if state_holds("lying", pose) and ext[2] >= 1.5 * max(ext[0], ext[1]) and \
             lying_grasp(asset, pose, world.scene.table_height, world.robot.max_opening) is not None:
@@ -155,6 +160,8 @@ def flip_grasp_width(world, node: str, goals: list[Goal]) -> float | None:  # no
         if kind == "mug":
             hg = handle_grasp(world.assets[node], world.pose(node))
             return None if hg is None else hg.width
+        if kind == "rim":
+            return first_rim_grasp(world.assets[node], world.pose(node), world.robot.max_opening).width
         if kind == "bottle":
             got = lying_grasp(world.assets[node], world.pose(node), world.scene.table_height, world.robot.max_opening)
             return None if got is None else got[2]
@@ -179,7 +186,7 @@ def servo(ctrl: Any, cfg: Any, waypoint: np.ndarray, yaw: float, swing: np.ndarr
     return np.concatenate([d, rot, [1.0 if close else -1.0]]).astype(np.float32)
 
 
-class FlipSkill(MugTurn):
+class FlipSkill(MugStand, MugTurn):
     """One attempt at turning ``goal.subject`` upright; :meth:`act` returns actions until it returns None.
 
     ``expert`` is the :class:`~scenegen.tasks.expert.ScriptedExpert` driving it (its moves, tolerances
@@ -203,6 +210,9 @@ class FlipSkill(MugTurn):
         self.turns, self.home_first = 0, False
         if kind == "mug":
             self._start_mug(turn=True)
+            self.phase = "home" if self.home_first else "rise"
+        elif kind == "rim":
+            self._start_rim(BACKOFF)
             self.phase = "home" if self.home_first else "rise"
         else:
             self.point, axis, self.width = lying_grasp(w.assets[self.node], w.pose(self.node), self.table,
@@ -285,7 +295,7 @@ class FlipSkill(MugTurn):
         for _ in range(8):
             if self.finished:
                 return None
-            a = (self._mug() if self.kind == "mug" else self._bottle())
+            a = self._mug() if self.kind == "mug" else self._rim() if self.kind == "rim" else self._bottle()
             if a is not None:
                 self.count += 1
                 if self.count > 160:
@@ -352,7 +362,7 @@ class FlipSkill(MugTurn):
         return None
 
     def _start_approach(self) -> np.ndarray:
-        return self.hg.approach if self.kind == "mug" else _DOWN
+        return self.hg.approach if self.kind == "mug" else self.rim.approach if self.kind == "rim" else _DOWN
 
     # ------------------------------------------------------------------ the mug
     def _mug(self) -> np.ndarray | None:

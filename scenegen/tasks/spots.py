@@ -36,19 +36,30 @@ CLEAR = 0.01
 
 
 def free_spot(world: World, s: str, o: str, holds: list[str], candidates: list[np.ndarray]) -> np.ndarray:
-    """Of ``candidates`` (xy in ``o``'s cavity), the one farthest from every hull point of ``holds`` over the cavity.
+    """Of ``candidates`` (xy in ``o``'s cavity), the one farthest from every surface point of ``holds`` over the cavity.
 
     ``holds``: the objects already in ``o`` (other than ``s``). Only their points over the cavity's opening
     (2 cm around it) count: a spoon's handle leaning out over the rim stays clear of a finger-wide descent
-    outside it. The first candidate when no point lies there.
+    outside it. The points are the visual mesh's (:func:`_surface`), not the hull's. The first candidate when
+    no point lies there.
     """
     region = node_body(world.assets[o], world.pose(o)).opening().buffer(0.02)
-    pts = [p[:2] for n in holds for p in transform_points(asset_geometry(world.assets[n]).hull, world.pose(n))
+    pts = [p[:2] for n in holds for p in transform_points(_surface(world.assets[n]), world.pose(n))
            if region.contains(Point(float(p[0]), float(p[1])))]
     if not pts:
         return np.asarray(candidates[0], dtype=float)
     q = np.asarray(pts, dtype=float)
     return np.asarray(max(candidates, key=lambda c: float(np.min(np.linalg.norm(q - c, axis=1)))), dtype=float)
+
+
+def _surface(asset) -> np.ndarray:  # noqa: ANN001
+    """Points all over an asset's surface (asset frame): its visual mesh's vertices, else its hull's.
+
+    A hull has vertices only at a thin piece's ends: a spoon leaning in a mug has none along the shaft that
+    crosses the cavity, so a spot measured on its hull alone can lie right under the shaft.
+    """
+    mesh = grasp_mesh(asset)
+    return np.asarray(asset_geometry(asset).hull if mesh is None or not len(mesh[0]) else mesh[0], dtype=float)
 
 
 def cavity_floor(world: World, o: str) -> float | None:

@@ -114,3 +114,27 @@ def test_stand_swing_turns_first_then_tilts_about_one_axis():
     assert np.allclose(stand_swing(_Ctrl(1.0, swing), swing, 1.0, 0.06, 0.06), swing)
     tilted = np.array([0.0, 0.3, 0.0])
     assert np.allclose(stand_swing(_Ctrl(0.5, tilted), swing, 1.0, 0.06, 0.06), tilted)  # keeps the tilt begun
+
+
+@pytest.mark.slow
+def test_free_spot_keeps_clear_of_a_shaft_across_the_cavity(tmp_path_factory):
+    """A spoon lying across a mug's opening: its hull has no vertex along the shaft; the spot keeps off it."""
+    from scenegen.geometry import transform_points
+    from scenegen.tasks.spots import _surface, free_spot
+
+    g, assets = _kit(tmp_path_factory, "put the fork in the mug",
+                     {"fork_1": ("fork", 41, {}), "mug_1": ("mug", 61, {}), "spoon_1": ("spoon", 62, {})},
+                     ("fork_1", "in", "mug_1"))
+    with settled(place(g, assets, {"fork_1": (0.45, 0.25, 0.0), "mug_1": (0.55, -0.1, 0.0),
+                                   "spoon_1": (0.55, -0.1, 0.12)}), assets) as world:
+        opening = node_body(world.assets["mug_1"], world.pose("mug_1")).opening()
+        c = np.asarray(opening.centroid.coords[0])
+        r = 0.45 * math.sqrt(opening.area / math.pi)
+        cands = [c + r * np.array([math.cos(a), math.sin(a)]) for a in np.linspace(0, 2 * math.pi, 8, endpoint=False)]
+        pts = transform_points(_surface(world.assets["spoon_1"]), world.pose("spoon_1"))
+        near = [p[:2] for p in pts if opening.buffer(0.02).contains(Point(*p[:2]))]
+        assert near, "the spoon lies over the mug's opening"
+        gap = [float(np.min(np.linalg.norm(np.asarray(near) - q, axis=1))) for q in cands]
+        xy = free_spot(world, "fork_1", "mug_1", ["spoon_1"], cands)
+        best = float(np.min(np.linalg.norm(np.asarray(near) - xy, axis=1)))
+        assert best == pytest.approx(max(gap)) and best > min(gap) + 0.005, (best, gap)
