@@ -103,9 +103,8 @@ class PPOFlowConfig:
     max_grad_norm: float = 1.0
     """Gradient clipping of the global norm."""
     target_kl: float | None = 0.05
-    """Stop an update early once the approximate KL of the optimised log-probability exceeds this (None: never).
-    With ``normalize_logprob`` that is a per-dimension mean's; the metrics also report the whole chain's
-    (``approx_kl_chain``), which is far larger: a per-dimension trust region is a loose one for the chain."""
+    """Stop an update early once the approximate KL of the optimised log-probability exceeds this (None: never;
+    per dimension with ``normalize_logprob``: the metrics' ``approx_kl_chain`` is the whole chain's)."""
     ratio_stop: float | None = None
     """Stop an update early once ``max |ratio - 1|`` exceeds this (None: never)."""
     norm_adv: bool = True

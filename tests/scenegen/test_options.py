@@ -258,6 +258,7 @@ QA_OPTIONS = [
 ]
 ADDED_OPTIONS = {
     "generate": [(["--attempt-timeout"], 600.0), (["--tier"], None), (["--distractors"], None), (["--dr"], None)],
+    "demos": [(["--dr"], None)],
 }
 """Options added since then, with their defaults."""
 
