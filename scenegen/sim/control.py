@@ -322,6 +322,11 @@ class ArmController:
         self.command(action)
         self.world.step(self.substeps)
 
+    def ik_kwargs(self) -> dict:
+        """The inverse-kinematics settings of this arm (limits, ranges, rest pose, iterations), for its twin too."""
+        return {"lowerLimits": self.lower, "upperLimits": self.upper, "jointRanges": self.ranges,
+                "restPoses": self.rest, "maxNumIterations": self.cfg.ik_iterations, "residualThreshold": 1e-4}
+
     def command(self, action: np.ndarray) -> None:
         """Move the commanded pose by a validated action and set the arm's motors (no physics step)."""
         p, c, rid = self._p, self.world.client, self.world.robot_id
@@ -329,8 +334,7 @@ class ArmController:
         self._rotate(action)
         self.closed = bool(action[-1] > 0)
         self.finger_speed = float(action[-1]) if 0 < action[-1] < GENTLE_GRIP else None
-        kw = {"lowerLimits": self.lower, "upperLimits": self.upper, "jointRanges": self.ranges,
-              "restPoses": self.rest, "maxNumIterations": self.cfg.ik_iterations, "residualThreshold": 1e-4}
+        kw = self.ik_kwargs()
         orn = down_quat(self.target_yaw) if not np.any(self.target_swing) else matrix_to_quat(self.target_rotation)
         if self.twin is not None:
             q_now = [s[0] for s in p.getJointStates(rid, self.dofs, physicsClientId=c)]

@@ -160,8 +160,7 @@ def path_margin(ctrl: Any, path: list[tuple[np.ndarray, np.ndarray]]) -> float:
     missed = not reaches(ctrl, path)
     w = ctrl.world
     lower, upper = np.asarray(ctrl.lower), np.asarray(ctrl.upper)
-    kw = {"lowerLimits": ctrl.lower, "upperLimits": ctrl.upper, "jointRanges": ctrl.ranges, "restPoses": ctrl.rest,
-          "maxNumIterations": ctrl.cfg.ik_iterations, "residualThreshold": 1e-4}
+    kw = ctrl.ik_kwargs()
     q = [s[0] for s in p.getJointStates(w.robot_id, ctrl.dofs, physicsClientId=w.client)]
     offset, least = np.zeros(3), math.inf
     for pos, rot in path:

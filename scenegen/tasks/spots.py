@@ -18,6 +18,7 @@ import numpy as np
 import shapely.affinity
 from shapely.geometry import LineString, Point
 
+from scenegen.assets.base import Asset
 from scenegen.geometry import asset_geometry, ray_hits, transform_points
 from scenegen.relations import RelationConfig, box_center, footprint
 from scenegen.rotations import quat_matrix
@@ -52,7 +53,7 @@ def free_spot(world: World, s: str, o: str, holds: list[str], candidates: list[n
     return np.asarray(max(candidates, key=lambda c: float(np.min(np.linalg.norm(q - c, axis=1)))), dtype=float)
 
 
-def _surface(asset) -> np.ndarray:  # noqa: ANN001
+def _surface(asset: Asset) -> np.ndarray:
     """Points all over an asset's surface (asset frame): its visual mesh's vertices, else its hull's.
 
     A hull has vertices only at a thin piece's ends: a spoon leaning in a mug has none along the shaft that

@@ -74,8 +74,7 @@ def _reaches(ctrl: Any, twin: Any, path: list[tuple[np.ndarray, np.ndarray]], ju
 
     c, w = twin.client, ctrl.world
     lower, upper = np.asarray(ctrl.lower), np.asarray(ctrl.upper)
-    kw = {"lowerLimits": ctrl.lower, "upperLimits": ctrl.upper, "jointRanges": ctrl.ranges, "restPoses": ctrl.rest,
-          "maxNumIterations": ctrl.cfg.ik_iterations, "residualThreshold": 1e-4}
+    kw = ctrl.ik_kwargs()
     if home:
         q, pos0, rot0 = list(ctrl.rest), np.asarray(ctrl.home_pos, dtype=float), quat_matrix(down_quat(ctrl.home_yaw))
     else:
