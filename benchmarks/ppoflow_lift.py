@@ -104,7 +104,11 @@ def ppoflow(b: Bench, prompt: str, k: int, bc: str, train_pack: str, tag: str | 
             "env_steps_per_s": mean("env_steps_per_s"), "decisions_per_s": mean("decisions_per_s"),
             "time_split_s_per_iteration": {"env": mean("time_env_s"), "policy": mean("time_policy_s"),
                                            "update": mean("time_update_s")},
-            "last": {k_: tail[-1][k_] for k_ in ("approx_kl", "clip_frac", "sigma", "value_loss", "ratio_max_dev")}}
+            "curves": {name: [None if r.get(name) is None else round(float(r[name]), 5) for r in rows]
+                       for name in ("approx_kl_chain", "clip_frac", "explained_variance", "sigma", "early_stop",
+                                    "episodes")},
+            "last": {k_: tail[-1].get(k_) for k_ in ("approx_kl", "approx_kl_chain", "clip_frac", "sigma",
+                                                     "value_loss", "ratio_max_dev", "explained_variance")}}
 
 
 def latency(b: Bench, policy_dir: str) -> dict:
@@ -160,7 +164,7 @@ def run_prompt(b: Bench, prompt: str) -> dict:
             str(int(b.left() - 30))) or _bc_done(base / "bc", a.bc_steps), 90)
     def score(key: str, stage: str, policy: str, pack: str, k: int) -> None:
         r[key] = b.stage(stage, lambda: evaluate(b, policy, pack, k))
-        if a.eval_dr:  # the same episodes' seeds under the training DR
+        if a.eval_dr and (pack == packs["train"] or a.eval_dr_held):  # the same seeds under the training DR
             r[f"{key}_dr"] = b.stage(f"{stage}_dr", lambda: evaluate(b, policy, pack, k, dr=True))
 
     for k in a.bc_ks:
@@ -215,7 +219,7 @@ def numerics(b: Bench, policy_dir: str) -> dict:
 
     from rl.policies.modeling_flow_vla import load_policy
     from rl.policies.noise import FlowVLAAdapter, NoiseNet, NoisyFlow
-    from rl.ppoflow import strict_numerics
+    from rl.ppoflow_guards import strict_numerics
     from rl.rollout import concat_obs, take_obs
 
     model = load_policy(policy_dir, b.args.device)
@@ -317,6 +321,8 @@ def main() -> None:
     ap.add_argument("--no-numerics", action="store_true", help="skip the ratio_numerics stage")
     ap.add_argument("--eval-dr", action="store_true",
                     help="score every policy under the default DR too (keys ..._dr), the condition it trains in")
+    ap.add_argument("--eval-dr-held", action="store_true",
+                    help="with --eval-dr: the held-out scenes under DR too (else the training pool only)")
     ap.add_argument("--eval-seed", type=int, default=1_000_000)
     ap.add_argument("--out", default=str(Path(__file__).with_name("ppoflow_lift.json")))
     ap.add_argument("--init-bc", default=None, help="start from this BC run (skips pack, demos and bc; one prompt)")

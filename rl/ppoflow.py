@@ -18,14 +18,12 @@ GAE over chunk macro-actions, checkpoints, then :func:`train`: rollout -> advant
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import io
 import json
 import math
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,13 +33,10 @@ import torch
 from torch import nn
 
 from rl.policies.noise import NoiseNet, NoisyFlow, cat_embeddings, pooled, take_embedding
+from rl.ppoflow_guards import PPOFlowError, ratio_guard, strict_numerics
 from rl.rollout import ChunkVec, RayChunkVec, concat_obs, make_rollout_vec, stack_obs, take_obs
-from scenegen.errors import ConfigError, ScenegenError
+from scenegen.errors import ConfigError
 from scenegen.fileio import write_atomic
-
-
-class PPOFlowError(ScenegenError):
-    """Training stopped: a failed correctness guard or a non-finite loss."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +75,9 @@ class PPOFlowConfig:
     """Feed the flow time to the noise network as well as the embedding."""
     normalize_logprob: bool = False
     """Average the chain log-probability over transitions and dims instead of summing (then a larger ``clip_eps``)."""
+    score_executed: bool = True
+    """Score only the executed ``action_steps`` of the last transition: the rest of the chunk never reaches the
+    env, and its noise would only add variance to the ratio (their exact marginalisation)."""
     clip_eps: float = 0.01
     """PPO ratio clip (ReinFlow: ~0.01 for state inputs, 0.001-0.01 for images, with summed log-probs)."""
     ratio_power: float = 1.0
@@ -103,8 +101,13 @@ class PPOFlowConfig:
     max_grad_norm: float = 1.0
     """Gradient clipping of the global norm."""
     target_kl: float | None = 0.05
-    """Stop an update early once the approximate KL of the optimised log-probability exceeds this (None: never;
-    per dimension with ``normalize_logprob``: the metrics' ``approx_kl_chain`` is the whole chain's)."""
+    """Stop an update early once the approximate KL of the whole chain (the metrics' ``approx_kl_chain``, nats)
+    exceeds this (None: never). With ``normalize_logprob`` too, the chain's, not the per-dimension one."""
+    adaptive_lr: bool = False
+    """Steer the actor's and the noise's learning rates by the KL each update reached (``target_kl`` needed): /1.5
+    past twice the target, x1.5 under half of it when the update ran all its epochs, within 1e-3..10x the
+    configured rates. One Adam step of a fixed rate can move a large policy's chain by far more than a trust
+    region allows; the adapted rates are in the checkpoint (a resume continues them)."""
     ratio_stop: float | None = None
     """Stop an update early once ``max |ratio - 1|`` exceeds this (None: never)."""
     norm_adv: bool = True
@@ -113,6 +116,9 @@ class PPOFlowConfig:
     """``shared``: a value head on the detached policy embedding; ``separate``: on a copy of the policy's encoder."""
     critic_hidden: int = 256
     """Hidden width of the value head."""
+    critic_time_limit: int | None = None
+    """The env's episode time limit: the critic also reads the fraction of it an episode has used (a value without
+    it cannot tell a fresh start from one about to be cut off; ``train ppoflow`` sets it). None: no time input."""
     critic_warmup_iters: int = 0
     """First iterations that train only the critic (the policy is kept as initialised)."""
     freeze_encoder: bool = False
@@ -136,7 +142,9 @@ class PPOFlowConfig:
                   "max_grad_norm": self.max_grad_norm > 0, "ratio_guard_tol": self.ratio_guard_tol > 0,
                   "sigma_min": 0 < self.sigma_min <= self.sigma_max,
                   "ft_steps": self.ft_steps is None or 1 <= self.ft_steps <= self.k,
-                  "critic": self.critic in ("shared", "separate")}
+                  "critic": self.critic in ("shared", "separate"),
+                  "critic_time_limit": self.critic_time_limit is None or self.critic_time_limit >= 1,
+                  "adaptive_lr": not self.adaptive_lr or self.target_kl is not None}
         for name in ("lr_actor", "lr_noise", "lr_critic", "vf_coef", "ent_coef", "progress_reward"):
             checks[name] = math.isfinite(getattr(self, name)) and getattr(self, name) >= 0
         bad = [n for n, ok in checks.items() if not ok]
@@ -146,18 +154,23 @@ class PPOFlowConfig:
 
 # ---------------------------------------------------------------------- critic
 class Critic(nn.Module):
-    """V(obs): an MLP on the detached shared embedding, or on its own copy of the policy's encoder."""
+    """V(obs): an MLP on the detached shared embedding, or on its own copy of the policy's encoder (and the time)."""
 
-    def __init__(self, embed_dim: int, hidden: int, encoder: nn.Module | None = None) -> None:
+    def __init__(self, embed_dim: int, hidden: int, encoder: nn.Module | None = None, use_time: bool = False) -> None:
         super().__init__()
-        self.encoder = encoder
-        self.head = nn.Sequential(nn.Linear(embed_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
-                                  nn.Linear(hidden, 1))
+        self.encoder, self.use_time = encoder, use_time
+        self.head = nn.Sequential(nn.Linear(embed_dim + int(use_time), hidden), nn.SiLU(), nn.Linear(hidden, hidden),
+                                  nn.SiLU(), nn.Linear(hidden, 1))
 
-    def forward(self, z: torch.Tensor, obs: dict | None = None) -> torch.Tensor:
-        """Values ``(B,)`` from the shared embedding ``z`` (or, with an own encoder, from ``obs``)."""
-        feat = pooled(self.encoder.embed(obs)) if self.encoder is not None else pooled(z).detach()
-        return self.head(feat.float()).squeeze(-1)
+    def forward(self, z: torch.Tensor, obs: dict | None = None, time: torch.Tensor | None = None) -> torch.Tensor:
+        """Values ``(B,)`` from the shared embedding ``z`` (or, with an own encoder, from ``obs``) and ``time``.
+
+        ``time`` ``(B,)`` is the fraction of the episode's time limit used (needed when the critic uses time).
+        """
+        feat = (pooled(self.encoder.embed(obs)) if self.encoder is not None else pooled(z).detach()).float()
+        if self.use_time:
+            feat = torch.cat([feat, torch.as_tensor(time, dtype=torch.float32, device=feat.device).reshape(-1, 1)], 1)
+        return self.head(feat).squeeze(-1)
 
 
 # ---------------------------------------------------------------------- advantages over macro-actions
@@ -187,6 +200,13 @@ def _save(path: Path, state: dict) -> None:
     write_atomic(path, buf.getvalue(), error=PPOFlowError)
 
 
+def _adapt_lr(optim: torch.optim.Optimizer, cfg: PPOFlowConfig, kl: float, stopped_early: bool) -> None:
+    """Scale the actor's and the noise's learning rates (param groups 0 and 1) by the KL the update reached."""
+    factor = 1 / 1.5 if kl > 2 * cfg.target_kl else 1.5 if kl < cfg.target_kl / 2 and not stopped_early else 1.0
+    for group, base in zip(optim.param_groups[:2], (cfg.lr_actor, cfg.lr_noise), strict=True):
+        group["lr"] = float(min(max(group["lr"] * factor, base * 1e-3), base * 10))
+
+
 def _check_resume(saved: dict, cfg: PPOFlowConfig, path: Path) -> None:
     now = dataclasses.asdict(cfg)
     diff = sorted(k for k in set(now) | set(saved) if now.get(k) != saved.get(k))
@@ -210,21 +230,6 @@ def make_envs(cfg: PPOFlowConfig, policy: nn.Module, envs: Any, backend: str = "
                             action_steps=action_steps(cfg, policy), gamma=cfg.gamma,
                             progress_reward=cfg.progress_reward,
                             **({"env_config": env_config} if env_config is not None else {}))
-
-
-@contextlib.contextmanager
-def strict_numerics(on: bool) -> Iterator[None]:
-    """Float32 convolutions and matmuls without TF32, and no ``nn.Transformer*`` fast path (restored after)."""
-    b = torch.backends
-    saved = (b.cudnn.allow_tf32, b.cuda.matmul.allow_tf32, b.mha.get_fastpath_enabled())
-    if on:
-        b.cudnn.allow_tf32 = b.cuda.matmul.allow_tf32 = False
-        b.mha.set_fastpath_enabled(False)
-    try:
-        yield
-    finally:
-        b.cudnn.allow_tf32, b.cuda.matmul.allow_tf32 = saved[:2]
-        b.mha.set_fastpath_enabled(saved[2])
 
 
 # ---------------------------------------------------------------------- the algorithm
@@ -282,8 +287,14 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         embed_dim = pooled(policy.embed(take_obs(obs, slice(0, 1)))).shape[1]
     noise = NoiseNet(embed_dim, policy.horizon, policy.action_dim, sigma_min=cfg.sigma_min, sigma_max=cfg.sigma_max,
                      init_std=cfg.init_std, hidden=cfg.noise_hidden, use_time=cfg.noise_uses_time).to(dev)
-    agent = NoisyFlow(policy, noise, cfg.k, cfg.ft_steps, cfg.normalize_logprob, cfg.amp)
-    critic = Critic(embed_dim, cfg.critic_hidden, copy.deepcopy(policy) if cfg.critic == "separate" else None).to(dev)
+    agent = NoisyFlow(policy, noise, cfg.k, cfg.ft_steps, cfg.normalize_logprob, cfg.amp,
+                      scored_actions=action_steps(cfg, policy) if cfg.score_executed else None)
+    critic = Critic(embed_dim, cfg.critic_hidden, copy.deepcopy(policy) if cfg.critic == "separate" else None,
+                    use_time=cfg.critic_time_limit is not None).to(dev)
+    limit = float(cfg.critic_time_limit or 1)
+
+    def clock(n: np.ndarray) -> torch.Tensor:  # the critic's time input: the share of the time limit used
+        return torch.as_tensor(np.minimum(n / limit, 1.0), dtype=torch.float32, device=dev)
     agent.eval()
     critic.eval()
     optim = torch.optim.Adam([{"params": list(policy.parameters()), "lr": cfg.lr_actor},
@@ -317,7 +328,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         t_iter = time.perf_counter()
         # --- 1. rollout: T decisions in each of N environments
         buf_obs, zs, chains = [], [], []
-        logp, values, next_values = (np.zeros((T, N)) for _ in range(3))
+        logp, values, next_values, times = (np.zeros((T, N)) for _ in range(4))
         rewards, steps = np.zeros((T, N)), np.zeros((T, N), dtype=np.int64)
         terminated, ended = np.zeros((T, N)), np.zeros((T, N))
         episodes: list[dict] = []
@@ -327,7 +338,8 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
             with torch.no_grad():
                 z = agent.embed(obs)
                 chain, lp = agent.sample(z, gen)
-                values[t] = critic(z, obs).cpu().numpy()
+                times[t] = ep_len
+                values[t] = critic(z, obs, clock(ep_len)).cpu().numpy()
                 action = agent.env_action(chain[:, -1])
             buf_obs.append(obs)
             zs.append(z if cfg.freeze_encoder else None)
@@ -344,7 +356,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
             if trunc.size:  # bootstrap from the true final observation, not the reset one
                 fin = stack_obs([st.final_obs[i] for i in trunc])
                 with torch.no_grad():
-                    next_values[t, trunc] = critic(agent.embed(fin), fin).cpu().numpy()
+                    next_values[t, trunc] = critic(agent.embed(fin), fin, clock(ep_len[trunc])).cpu().numpy()
             for i in np.flatnonzero(st.done):
                 episodes.append({"success": bool(st.info["success"][i]), "progress": float(st.info["progress"][i]),
                                  "return": float(ep_ret[i]), "length": int(ep_len[i])})
@@ -353,7 +365,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
             t_pol += (t1 - t0) + (time.perf_counter() - t2)
             t_env += t2 - t1
         with torch.no_grad():
-            last_v = critic(agent.embed(obs), obs).cpu().numpy()
+            last_v = critic(agent.embed(obs), obs, clock(ep_len)).cpu().numpy()
         for t in range(T):  # a decision whose episode went on is followed by the next decision's value
             nxt = values[t + 1] if t + 1 < T else last_v
             keep = ended[t] == 0
@@ -371,6 +383,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         b_z = cat_embeddings(zs) if cfg.freeze_encoder else None
         b_logp, b_adv, b_ret, b_val = (torch.as_tensor(a.reshape(-1), dtype=torch.float32, device=dev)
                                        for a in (logp, adv, ret, values))
+        b_time = clock(times.reshape(-1))
 
         # --- 3. update
         t_up = time.perf_counter()
@@ -379,7 +392,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                                                          "approx_kl_chain", "clip_frac", "ratio_mean", "ratio_max_dev")}
         terms = agent.logprob_terms(b_chain)  # 1 unless normalised: the chain's log-ratio is this times the mean
         stopped_early, n_batch = False, N * T
-        guard = _ratio_guard(agent, cfg, buf_obs[0], b_z, b_chain[:N], b_logp[:N], iteration)
+        guard = ratio_guard(agent, cfg.ratio_guard_tol, buf_obs[0], b_z, b_chain[:N], b_logp[:N], iteration)
         for epoch in range(cfg.update_epochs):
             order = rng.permutation(n_batch)
             for b, start in enumerate(range(0, n_batch, cfg.minibatch_size)):
@@ -395,7 +408,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                     mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
                 r = (cfg.ratio_power * logratio).exp() if cfg.ratio_power != 1.0 else ratio
                 pg_loss = torch.max(-mb_adv * r, -mb_adv * r.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps)).mean()
-                v = critic(z, mb_obs)
+                v = critic(z, mb_obs, b_time[tidx])
                 v_err = (v - b_ret[tidx]) ** 2
                 if cfg.value_clip is not None:
                     v_clipped = b_val[tidx] + (v - b_val[tidx]).clamp(-cfg.value_clip, cfg.value_clip)
@@ -421,13 +434,15 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                                    ("clip_frac", ((ratio - 1).abs() > cfg.clip_eps).float().mean().item()),
                                    ("ratio_mean", ratio.mean().item()), ("ratio_max_dev", dev_max)):
                         stats[k_].append(v_)
-                if not warmup and ((cfg.target_kl is not None and kl > cfg.target_kl)
+                if not warmup and ((cfg.target_kl is not None and kl_chain > cfg.target_kl)
                                    or (cfg.ratio_stop is not None and dev_max > cfg.ratio_stop)):
                     stopped_early = True
                     break
             if stopped_early:
                 break
         t_update = time.perf_counter() - t_up
+        if cfg.adaptive_lr and not warmup and stats["approx_kl_chain"]:
+            _adapt_lr(optim, cfg, stats["approx_kl_chain"][-1], stopped_early)
         iteration += 1
 
         # --- 4. log and checkpoint
@@ -447,7 +462,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                "ratio_max_dev": float(np.max(stats["ratio_max_dev"])) if stats["ratio_max_dev"] else float("nan"),
                "sigma": sigma, "explained_variance": 1 - float(np.var(ret - values)) / var_ret if var_ret > 0 else 0.0,
                "guard_max_dev": guard, "first_minibatch_ratio_dev": stats["ratio_max_dev"][0],
-               "early_stop": stopped_early, "critic_warmup": warmup,
+               "early_stop": stopped_early, "critic_warmup": warmup, "lr_actor": optim.param_groups[0]["lr"],
                "env_steps_per_s": rollout_steps / max(t_env + t_pol, 1e-9),
                "decisions_per_s": n_batch / max(t_env + t_pol, 1e-9),
                "time_env_s": t_env, "time_policy_s": t_pol, "time_update_s": t_update}
@@ -463,37 +478,3 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
     log.close()
     return {"iterations": iteration, "env_steps": env_steps, "finished": env_steps >= cfg.total_env_steps,
             "checkpoint": str(ckpt_path), "last": last_row, "agent": agent, "critic": critic}
-
-
-def _ratio_guard(agent: NoisyFlow, cfg: PPOFlowConfig, obs: dict, b_z: Any, chain: torch.Tensor,
-                 old: torch.Tensor, iteration: int) -> float:
-    """Rescore rollout step 0's decisions as the update does; return ``max |ratio - 1|`` or stop naming the cause.
-
-    The batch is the one the rollout scored (same observations, batch composition and grad mode), so a
-    deterministic policy reproduces its log-probabilities exactly; a shuffled minibatch with gradients
-    differs by float32 effects of batch composition and of PyTorch's inference fast path (up to ~1e-4
-    on a summed 16 x 5 x 10 chain), far below ``clip_eps``: that one is logged as ``ratio_max_dev``.
-    """
-    n = len(old)
-    with torch.no_grad():  # as the rollout scored them (no_grad also picks the same transformer kernels)
-        z = take_embedding(b_z, torch.arange(n, device=old.device)) if b_z is not None else agent.embed(obs)
-        new = agent.log_prob(z, chain)[0]
-    dev = ((new - old).exp() - 1).abs()
-    if dev.max().item() <= cfg.ratio_guard_tol:
-        return dev.max().item()
-    i = int(dev.argmax())
-    with torch.no_grad():
-        again = [agent.log_prob(z if b_z is not None else agent.embed(obs), chain)[0] for _ in range(2)]
-    dropout = [n for n, m in agent.named_modules() if isinstance(m, nn.modules.dropout._DropoutNd) and m.training]
-    if dropout:
-        cause = f"dropout is active in {dropout[:3]}; keep the policy in eval mode"
-    elif not torch.equal(again[0], again[1]):
-        cause = ("two recomputations on the same observations disagree: the policy's embed or velocity is "
-                 "random in eval mode (augmentation or noise in preprocessing)")
-    else:
-        cause = ("the update scores chains differently from the rollout: different observation preprocessing, "
-                 "parameters changed between rollout and update, or a different k / ft_steps / time grid")
-    raise PPOFlowError(f"ratio guard, iteration {iteration}: recomputed log-probs differ from the stored ones "
-                       f"before any update (max |ratio - 1| = {dev.max().item():.3g} > {cfg.ratio_guard_tol:g}; "
-                       f"decision {i}: stored {old[i].item():.6f}, recomputed {new[i].item():.6f}); "
-                       f"likely cause: {cause}")

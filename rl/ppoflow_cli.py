@@ -13,6 +13,7 @@ under ``policy/`` (deployed with ``k`` inference steps) and, unless ``--eval-epi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -27,7 +28,7 @@ PPO = ConfigOptions("rl.ppoflow:PPOFlowConfig", [
     "num_envs", opt("total_env_steps", flag="--steps"), "k", "ft_steps", "action_steps", "decisions_per_env",
     "device", "seed", "gamma", "clip_eps", "ratio_power", "lr_actor", "lr_noise", "lr_critic", "sigma_min",
     "sigma_max", "ent_coef", "update_epochs", "minibatch_size", "target_kl", "progress_reward", "critic",
-    "critic_warmup_iters", "freeze_encoder", "normalize_logprob", "amp"])
+    "critic_warmup_iters", "freeze_encoder", "normalize_logprob", "score_executed", "adaptive_lr", "amp"])
 
 
 def load_policy(init: str | os.PathLike, device: str) -> Any:
@@ -47,11 +48,12 @@ def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "asy
                 resume: bool = False, time_budget_s: float | None = None, max_iterations: int | None = None,
                 randomize: bool = True, image_size: int | None = None, max_episode_steps: int | None = None,
                 eval_episodes: int = 50, held_out: str | None = None, progress: bool = True,
-                dr_file: str | None = None) -> dict:
+                dr_file: str | None = None, critic_time: bool = True) -> dict:
     """Load the BC policy, fine-tune it with PPOFlow, export it and (optionally) evaluate it.
 
     ``dr_file`` (a ``DR.json`` of ``scenegen dr propose``) replaces the default DR weights of the training
-    rollouts; the run records the DR it trained under.
+    rollouts; the run records the DR it trained under. ``critic_time`` gives the critic the episode's share of
+    the env's time limit (``cfg.critic_time_limit``, unless the config sets it already).
 
     Raises:
         ConfigError: bad settings, or ``--resume`` with settings that differ from the run's.
@@ -67,6 +69,8 @@ def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "asy
     policy = load_policy(init, cfg.device)
     overrides = {k: v for k, v in (("image_size", image_size), ("max_episode_steps", max_episode_steps)) if v}
     env_cfg = env_config_from(policy.provenance, **overrides, dr=dr)
+    if critic_time and cfg.critic_time_limit is None:
+        cfg = dataclasses.replace(cfg, critic_time_limit=env_cfg.max_episode_steps)
     run = {"init": str(Path(init).resolve()), "pack": str(Path(pack).resolve()), "randomize": randomize,
            **({"dr": dr_summary(dr)} if dr_file else {}),
            "image_size": env_cfg.image_size, "image_keys": list(env_cfg.image_keys),
@@ -118,6 +122,8 @@ def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "asy
               help="Stop before an iteration that would end after this many seconds (resume later).")
 @click.option("--max-iterations", type=int, default=None, help="Stop after this many iterations in this call.")
 @click.option("--randomize/--no-randomize", default=True, show_default=True, help="Domain randomization.")
+@click.option("--critic-time/--no-critic-time", default=True, show_default=True,
+              help="The critic also reads how much of the episode's time limit is used.")
 @click.option("--dr", "dr_file", type=click.Path(dir_okay=False), default=None,
               help="DR.json of `scenegen dr propose`: the training rollouts' DR (default weights otherwise).")
 @click.option("--image-size", type=int, default=None, help="Camera image side (default: the policy's).")
@@ -130,13 +136,13 @@ def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "asy
 def ppoflow(init: str, pack: str, out: str, backend: str, ray_address: str | None, resume: bool,
             time_budget_s: float | None, max_iterations: int | None, randomize: bool, image_size: int | None,
             max_episode_steps: int | None, eval_episodes: int, held_out: str | None, as_json: bool,
-            dr_file: str | None, **config_kw: Any) -> None:
+            dr_file: str | None, critic_time: bool, **config_kw: Any) -> None:
     """Fine-tune a BC flow policy with PPOFlow (learned noise injection, K-step or single-step chains)."""
     cfg = PPO.to_config(config_kw)
     s = run_ppoflow(init, pack, out, cfg, backend=backend, ray_address=ray_address, resume=resume,
                     time_budget_s=time_budget_s, max_iterations=max_iterations, randomize=randomize,
                     image_size=image_size, max_episode_steps=max_episode_steps, eval_episodes=eval_episodes,
-                    held_out=held_out, progress=not as_json, dr_file=dr_file)
+                    held_out=held_out, progress=not as_json, dr_file=dr_file, critic_time=critic_time)
     if as_json:
         click.echo(json.dumps(s, indent=2, default=str))
         return

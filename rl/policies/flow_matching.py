@@ -190,7 +190,8 @@ def sample_chain(velocity: Velocity, x0: torch.Tensor, steps: int, std: StdFn, *
 
 
 def chain_log_prob(chain: torch.Tensor, velocity: Velocity, std: StdFn, *, ft_steps: int | None = None,
-                   normalize: bool = False, include_initial: bool = True) -> torch.Tensor:
+                   normalize: bool = False, include_initial: bool = True,
+                   scored_actions: int | None = None) -> torch.Tensor:
     """Log-probability ``(B,)`` of stored chains under a (possibly updated) policy.
 
     Recomputes each transition's mean and std from the stored ``x_k`` and sums the Gaussian
@@ -202,11 +203,17 @@ def chain_log_prob(chain: torch.Tensor, velocity: Velocity, std: StdFn, *, ft_st
         velocity: the policy's velocity field.
         std: the policy's transition std.
         ft_steps: as in :func:`sample_chain`.
-        normalize: average over transitions and dimensions instead of summing.
+        normalize: average over the scored terms and dimensions instead of summing.
         include_initial: add ``log N(x_0; 0, I)``.
+        scored_actions: score only the first ``n`` actions of the chunk in the *last* transition (the
+            ones an environment executes). Nothing in the chain depends on the last transition's other
+            actions, so leaving them out is their exact marginalisation; earlier transitions feed the
+            velocity of later ones and always count in full. None: all ``H``.
 
     """
-    steps = chain.shape[1] - 1
+    steps, horizon = chain.shape[1] - 1, chain.shape[2]
+    if scored_actions is not None and not 1 <= scored_actions <= horizon:
+        raise ValueError(f"scored_actions = {scored_actions} must be in 1..{horizon} (the chunk length)")
     grid = time_grid(steps, chain.device)
     noisy = noisy_steps(steps, ft_steps)
     terms = []
@@ -224,7 +231,12 @@ def chain_log_prob(chain: torch.Tensor, velocity: Velocity, std: StdFn, *, ft_st
     if not terms:
         return torch.zeros(chain.shape[0], device=chain.device)
     lp = torch.stack(terms, 1)
-    return _reduce(lp, normalize)
+    if scored_actions is None or scored_actions == horizon or not noisy[-1]:
+        return _reduce(lp, normalize)
+    keep = torch.ones_like(lp[0])  # (terms, H, A): the last transition keeps its first `scored_actions` rows
+    keep[-1, scored_actions:] = 0.0
+    flat = (lp * keep).reshape(lp.shape[0], -1).sum(dim=1)
+    return flat / keep.sum() if normalize else flat
 
 
 def gaussian_entropy(std: torch.Tensor, normalize: bool = True) -> torch.Tensor:

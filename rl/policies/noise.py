@@ -135,15 +135,21 @@ class NoisyFlow(nn.Module):
         steps: K, the Euler transitions of a chain (1: a single Gaussian step from noise).
         ft_steps: only the last ``ft_steps`` transitions are noisy (None: all).
         normalize: average the log-probability over transitions and dimensions instead of summing.
+        amp: bf16 autocast for the embedding on CUDA.
+        scored_actions: score only the first ``n`` actions of the last transition, the ones the env
+            executes (:func:`rl.policies.flow_matching.chain_log_prob`; None: the whole chunk).
 
     """
 
     def __init__(self, policy: nn.Module, noise: NoiseNet, steps: int, ft_steps: int | None = None,
-                 normalize: bool = False, amp: bool = False) -> None:
+                 normalize: bool = False, amp: bool = False, scored_actions: int | None = None) -> None:
         super().__init__()
         fm.noisy_steps(steps, ft_steps)  # validates
+        if scored_actions is not None and not 1 <= scored_actions <= policy.horizon:
+            raise ConfigError(f"scored_actions = {scored_actions} must be in 1..{policy.horizon} (the chunk length)")
         self.policy, self.noise = policy, noise
         self.steps, self.ft_steps, self.normalize, self.amp = steps, ft_steps, normalize, amp
+        self.scored_actions = scored_actions
 
     def embed(self, obs: Mapping[str, Any]) -> torch.Tensor:
         """The policy's embedding of an observation batch (bf16 autocast on CUDA with ``amp``)."""
@@ -194,7 +200,8 @@ class NoisyFlow(nn.Module):
     def log_prob(self, z: Any, chain: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probabilities ``(B,)`` of stored chains and the mean entropy ``(B,)`` of their noisy transitions."""
         velocity, std = self._fields(z)
-        lp = fm.chain_log_prob(chain, velocity, std, ft_steps=self.ft_steps, normalize=self.normalize)
+        lp = fm.chain_log_prob(chain, velocity, std, ft_steps=self.ft_steps, normalize=self.normalize,
+                               scored_actions=self.scored_actions)
         noisy = [k for k, on in enumerate(fm.noisy_steps(self.steps, self.ft_steps)) if on]
         grid = fm.time_grid(self.steps, chain.device)
         stds = torch.stack([std(chain[:, k], grid[k].expand(chain.shape[0]), k) for k in noisy], 1)
@@ -209,7 +216,9 @@ class NoisyFlow(nn.Module):
         if not self.normalize:
             return 1
         noisy = sum(fm.noisy_steps(self.steps, self.ft_steps))
-        return (noisy + 1) * int(chain.shape[2]) * int(chain.shape[3])  # the transitions and x_0, all dims
+        horizon, dims = int(chain.shape[2]), int(chain.shape[3])
+        last = (self.scored_actions or horizon) * dims  # the last transition's scored dims
+        return noisy * horizon * dims + last  # x_0 and the earlier transitions count in full
 
     def mean_action(self, z: Any, generator: torch.Generator | None = None) -> torch.Tensor:
         """The noise-free chunk ``(B, H, A)``: K Euler steps from fresh initial noise (the deployed policy)."""

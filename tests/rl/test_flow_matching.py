@@ -128,3 +128,28 @@ def test_entropy_of_a_diagonal_gaussian():
     s = torch.full((2, 3, 4), 0.5)
     ent = fm.gaussian_entropy(s, normalize=False)
     assert torch.allclose(ent, torch.full((2,), 12 * (0.5 * (1 + math.log(2 * math.pi)) + math.log(0.5))))
+
+
+def test_scored_actions_leave_out_the_unexecuted_end_of_the_last_transition():
+    torch.manual_seed(2)
+    steps, velocity = 3, _field()
+    std = lambda x, t, k: 0.1 + 0.0 * x  # noqa: E731
+    x0 = torch.randn(5, 4, 2)
+    chain, means, _ = fm.sample_chain(velocity, x0, steps, std, generator=torch.Generator().manual_seed(4))
+    got = fm.chain_log_prob(chain, velocity, std, scored_actions=2)
+    ref = fm.gaussian_log_prob(x0, torch.zeros_like(x0), 1.0).sum(dim=(1, 2))
+    for k in range(steps):  # earlier transitions in full, the last one's first 2 actions only
+        rows = slice(0, 2) if k == steps - 1 else slice(None)
+        ref = ref + fm.gaussian_log_prob(chain[:, k + 1, rows], means[:, k, rows], 0.1).sum(dim=(1, 2))
+    assert torch.allclose(got, ref, atol=1e-4)
+    moved = chain.clone()
+    moved[:, -1, 2:] += 5.0  # the unexecuted actions of the chunk: nothing depends on them
+    assert torch.allclose(fm.chain_log_prob(moved, velocity, std, scored_actions=2), got, atol=1e-5)
+    assert not torch.allclose(fm.chain_log_prob(moved, velocity, std), fm.chain_log_prob(chain, velocity, std))
+    terms = (steps + 1) * 8 - 2 * 2  # x_0 and 3 transitions of 4 x 2, less the last one's 2 x 2 left out
+    assert torch.allclose(fm.chain_log_prob(chain, velocity, std, scored_actions=2, normalize=True),
+                          got / terms, atol=1e-5)
+    whole = fm.chain_log_prob(chain, velocity, std)
+    assert torch.equal(fm.chain_log_prob(chain, velocity, std, scored_actions=4), whole)
+    with pytest.raises(ValueError, match="scored_actions"):
+        fm.chain_log_prob(chain, velocity, std, scored_actions=5)

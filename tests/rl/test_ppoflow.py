@@ -191,6 +191,35 @@ def test_normalised_log_prob_times_its_terms_is_the_chain_s(k, ft):
     torch.testing.assert_close(mean_lp * meaned.logprob_terms(chain), lp, atol=1e-4, rtol=1e-5)
 
 
+@pytest.mark.parametrize("k,ft", [(1, None), (4, 2)])
+def test_scored_actions_count_in_the_terms_and_bound_the_chunk(k, ft):
+    pol = TinyFlow()
+    summed, meaned = agent_for(pol, k, ft), agent_for(pol, k, ft)
+    summed.scored_actions = meaned.scored_actions = 1
+    meaned.normalize = True
+    obs = {"state": np.random.default_rng(2).uniform(-1, 1, (4, 2)).astype(np.float32)}
+    with torch.no_grad():
+        z = summed.embed(obs)
+        chain, lp = summed.sample(z, torch.Generator().manual_seed(6))
+        full = agent_for(pol, k, ft).log_prob(z, chain)[0]
+    assert meaned.logprob_terms(chain) == ((ft or k) + 1) * H * A - (H - 1) * A
+    torch.testing.assert_close(meaned.log_prob(z, chain)[0] * meaned.logprob_terms(chain), lp, atol=1e-4, rtol=1e-5)
+    assert not torch.allclose(lp, full)  # the left-out actions carried density
+    with pytest.raises(ConfigError, match="scored_actions"):
+        NoisyFlow(pol, summed.noise, k, ft, scored_actions=H + 1)
+
+
+def test_the_critic_reads_the_episode_s_time_when_asked():
+    torch.manual_seed(0)
+    timed, plain = ppoflow.Critic(6, 16, use_time=True), ppoflow.Critic(6, 16)
+    z = torch.randn(3, 6)
+    early, late = timed(z, None, torch.zeros(3)), timed(z, None, torch.ones(3))
+    assert early.shape == (3,) and not torch.allclose(early, late)
+    assert plain(z).shape == (3,)
+    with pytest.raises(ConfigError, match="critic_time_limit"):
+        PPOFlowConfig(critic_time_limit=0)
+
+
 def test_noise_net_bounds_and_init():
     net = NoiseNet(3, H, A, sigma_min=0.08, sigma_max=0.14, init_std=0.1)
     assert torch.allclose(net(torch.randn(7, 3)), torch.full((7, H, A), 0.1), atol=1e-6)
@@ -277,8 +306,8 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch
     calls = {"n": 0}
     orig = ppoflow.Critic.forward
 
-    def forward(self, z, obs=None):  # the critic goes NaN in the second iteration's update
-        v = orig(self, z, obs)
+    def forward(self, z, obs=None, time=None):  # the critic goes NaN in the second iteration's update
+        v = orig(self, z, obs, time)
         if torch.is_grad_enabled():
             calls["n"] += 1
             if calls["n"] > 4:
@@ -292,6 +321,18 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch
     state = torch.load(run / "checkpoint.pt", weights_only=False)
     assert state["iteration"] == 1
     assert all(torch.isfinite(v).all() for v in state["critic"].values())
+
+
+def test_a_run_with_executed_scoring_and_a_timed_critic_keeps_its_guard(tmp_path):
+    pol = bc_policy(steps=50)
+    cfg = PPOFlowConfig(num_envs=4, decisions_per_env=4, total_env_steps=10_000, minibatch_size=8, action_steps=2,
+                        critic_time_limit=MAX_STEPS)
+    out = ppoflow.train(cfg, pol, envs(4, cfg, pol), tmp_path / "run", progress=False, max_iterations=2)
+    assert out["agent"].scored_actions == 2 and out["critic"].use_time
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["guard_max_dev"] <= cfg.ratio_guard_tol for r in rows)
+    assert all(math.isfinite(r["explained_variance"]) and math.isfinite(r["approx_kl_chain"]) for r in rows)
+    assert 0 < rows[0]["env_steps"] <= 4 * 4 * 2  # 2 of the chunk's 4 actions run per decision
 
 
 # ---------------------------------------------------------------------- resume
@@ -411,3 +452,31 @@ def test_smoke_two_iterations_on_a_pack_with_a_tiny_flowvla(tmp_path, tmp_path_f
     assert changed, "fine-tuning changed no weight"
     res = CliRunner().invoke(ppoflow, [*args, "--resume", "--k", "2"])
     assert res.exit_code != 0 and "k: 1 -> 2" in str(res.exception)
+
+
+def test_adaptive_lr_follows_the_kl_the_updates_reach(tmp_path):
+    pol = bc_policy(steps=50)
+    cfg = PPOFlowConfig(num_envs=4, decisions_per_env=4, total_env_steps=10_000, minibatch_size=8,
+                        lr_actor=0.3, lr_noise=0.3, adaptive_lr=True, target_kl=0.01, update_epochs=2)
+    ppoflow.train(cfg, pol, envs(4, cfg, pol), tmp_path / "run", progress=False, max_iterations=3)
+    lrs = [json.loads(x)["lr_actor"] for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert lrs[-1] < 0.3 / 1.5 ** 2 and all(b <= a for a, b in zip(lrs, lrs[1:], strict=False))
+
+
+def test_adaptive_lr_rule_and_bounds():
+    cfg = PPOFlowConfig(lr_actor=1e-4, lr_noise=1e-3, adaptive_lr=True, target_kl=0.02)
+    w = [nn.Parameter(torch.zeros(1)) for _ in range(3)]
+    opt = torch.optim.Adam([{"params": [w[0]], "lr": 1e-4}, {"params": [w[1]], "lr": 1e-3},
+                            {"params": [w[2]], "lr": 5e-4}])
+    ppoflow._adapt_lr(opt, cfg, 0.05, True)  # past twice the target: down
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([1e-4 / 1.5, 1e-3 / 1.5, 5e-4])
+    ppoflow._adapt_lr(opt, cfg, 0.005, True)  # small, but the update stopped early: kept
+    assert opt.param_groups[0]["lr"] == pytest.approx(1e-4 / 1.5)
+    for _ in range(20):  # small and complete: up, to 10x the configured rates at most; the critic's never moves
+        ppoflow._adapt_lr(opt, cfg, 0.001, False)
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([1e-3, 1e-2, 5e-4])
+    for _ in range(40):
+        ppoflow._adapt_lr(opt, cfg, 1.0, True)
+    assert [g["lr"] for g in opt.param_groups] == pytest.approx([1e-7, 1e-6, 5e-4])
+    with pytest.raises(ConfigError, match="adaptive_lr"):
+        PPOFlowConfig(adaptive_lr=True, target_kl=None)
