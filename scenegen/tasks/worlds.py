@@ -156,12 +156,24 @@ def build_world(scene: Scene, lookup: Any, cfg: EpisodeConfig) -> CachedWorld:
         for n in sorted(world.body_of):
             info = p.getDynamicsInfo(world.body_of[n], -1, physicsClientId=c)
             nominal[n] = {"mass": info[0], "friction": info[1], "inertia": tuple(info[2]),
-                          "rgba": tuple(world.assets[n].rgba)}
+                          "rgba": _shown_rgba(world, n)}
         state = p.saveState(physicsClientId=c)
     except BaseException:
         world.close()
         raise
     return CachedWorld(world, state, nominal)
+
+
+def _shown_rgba(world: World, node: str) -> tuple[float, ...]:
+    """The colour a body's base is drawn with, as loaded: what a colour change replaces.
+
+    A textured mesh (the table) is drawn in its texture tinted white, not in its asset's colour; recording the
+    asset colour as nominal made every randomized episode (even at zero weights) tint the texture by it.
+    """
+    import pybullet as p
+
+    shapes = [v for v in p.getVisualShapeData(world.body_of[node], physicsClientId=world.client) if v[1] == -1]
+    return tuple(float(x) for x in shapes[0][7]) if shapes else tuple(world.assets[node].rgba)
 
 
 class WorldCache(Closeable):

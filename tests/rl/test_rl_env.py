@@ -172,6 +172,21 @@ def test_randomization_changes_dynamics_and_restores(pack):
     off.close()
 
 
+def test_zero_weight_randomization_renders_the_nominal_scene(pack):
+    """DR is centred on what nominal episodes show: at zero weights its images are the nominal ones.
+
+    The table is drawn in its texture (tinted white); its asset colour once stood for its nominal colour,
+    and every randomized episode tinted the texture with it (up to 212 grey levels off at 64 x 64).
+    """
+    sid = pack.scene_ids[0]
+    images = []
+    for dr in (None, DRConfig.off()):
+        env = PickPlaceEnv(pack, image_size=48, scene_ids=(sid,), dr=dr)
+        images.append(env.reset(seed=4)[0]["front"].copy())
+        env.close()
+    np.testing.assert_array_equal(images[0], images[1])
+
+
 def test_make_vec_async_seeded(pack):
     vec = make_vec(pack, 2, image_size=32)
     try:
