@@ -81,7 +81,9 @@ class ChunkEnv(gym.Wrapper):
     ``chunk_steps`` (env steps taken) and ``chunk_return`` (their undiscounted reward). Actions
     are clipped to the env's action box (the policy's log-probability is of the unclipped chunk).
     With ``progress_reward`` w, each env step's reward adds ``w * (progress - previous progress)``
-    (``chunk_return`` stays the env's own reward).
+    (``chunk_return`` stays the env's own reward). An env with ``advance(action)`` (a step without its
+    observation) and ``observe()``, as :class:`~rl.envs.pick_place.PickPlaceEnv` has, wrapped directly,
+    renders only the chunk's last observation, the one the policy reads.
 
     Raises:
         ConfigError: ``action_steps`` outside ``1..horizon`` or ``gamma`` outside (0, 1].
@@ -113,9 +115,13 @@ class ChunkEnv(gym.Wrapper):
         """Execute a chunk's first ``action_steps`` actions, stopping at the end of the episode."""
         a = np.asarray(chunk, dtype=np.float32).reshape(self.horizon, -1)
         total = raw = 0.0
-        n, term, trunc, info = 0, False, False, {}
+        n, term, trunc, info, obs = 0, False, False, {}, None
+        blind = getattr(self.env, "advance", None) if self.env is self.env.unwrapped else None  # no wrapper between
         for j in range(self.action_steps):
-            obs, r, term, trunc, info = self.env.step(np.clip(a[j], self.low, self.high))
+            if blind is not None:
+                r, term, trunc, info = blind(np.clip(a[j], self.low, self.high))
+            else:
+                obs, r, term, trunc, info = self.env.step(np.clip(a[j], self.low, self.high))
             progress = float(info.get("progress", 0.0))
             bonus = self.progress_reward * (progress - self._progress)
             self._progress = progress
@@ -124,6 +130,8 @@ class ChunkEnv(gym.Wrapper):
             n += 1
             if term or trunc:
                 break
+        if blind is not None:
+            obs = self.env.observe()
         return obs, total, bool(term), bool(trunc), {**_scalar_info(info), "chunk_steps": n, "chunk_return": raw}
 
 

@@ -130,6 +130,18 @@ class PickPlaceEnv(gym.Env):
         """
         return self.episode.step(action)
 
+    def advance(self, action: Any) -> tuple[float, bool, bool, dict]:
+        """:meth:`step` without rendering the observation: ``(reward, terminated, truncated, info)``.
+
+        For the inner actions of an open-loop chunk, whose observations nobody reads; :meth:`observe`
+        renders the current one.
+        """
+        return self.episode.advance(action)
+
+    def observe(self) -> dict:
+        """The current observation, as :meth:`step` returns it."""
+        return self.episode.observe()
+
     def render(self) -> np.ndarray | None:
         """The front camera at 256x256 (``render_mode="rgb_array"``), else None."""
         if self.render_mode != "rgb_array":

@@ -262,6 +262,21 @@ class TaskEpisode(Closeable):
             StateError: no episode was started with :meth:`reset`.
 
         """
+        reward, terminated, truncated, info = self.advance(action)  # first the action, then what it shows
+        return self.observe(), reward, terminated, truncated, info
+
+    def advance(self, action: Any) -> tuple[float, bool, bool, dict]:
+        """:meth:`step` without the observation: ``(reward, terminated, truncated, info)``.
+
+        For actions whose observation nobody reads (the inner actions of an open-loop chunk): the
+        cameras, a large part of a step's cost with images, are not rendered. :meth:`observe` gives the
+        observation when it is needed.
+
+        Raises:
+            ValueError: the action is NaN/inf, outside [-1, 1] or of the wrong shape.
+            StateError: no episode was started with :meth:`reset`.
+
+        """
         a = check_action(action, self.cfg.action_mode, self.n_arms)
         rt = self.runtime()
         rt.controller.apply(a)
@@ -273,7 +288,7 @@ class TaskEpisode(Closeable):
         if truncated and not rep.success:
             rt.task.flags["timeout"] = True
         info = {"scene_id": self._scene_id, **rt.task.info(rep)}
-        return self.observe(), float(rep.reward), terminated, truncated, info
+        return float(rep.reward), terminated, truncated, info
 
     def _close(self) -> None:
         """Close every cached world and IK twin (:meth:`close` calls this once)."""

@@ -187,6 +187,41 @@ def test_zero_weight_randomization_renders_the_nominal_scene(pack):
     np.testing.assert_array_equal(images[0], images[1])
 
 
+def test_chunks_render_only_their_last_observation_and_change_nothing(pack, monkeypatch):
+    from rl.rollout import ChunkEnv
+    from scenegen.sim.views import Renderer
+
+    calls = {"n": 0}
+    real = Renderer.render
+
+    def counting(self, *args, **kwargs):
+        calls["n"] += 1
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Renderer, "render", counting)
+    results = {}
+    for blind in (True, False):
+        env = PickPlaceEnv(pack, image_size=32, scene_ids=(pack.scene_ids[0],), dr=DRConfig())
+        if not blind:
+            env.advance = None  # a plain env: every action's observation is rendered
+        chunk_env = ChunkEnv(env, 6, 4, 0.99)
+        chunk_env.reset(seed=5)
+        calls["n"] = 0
+        rng = np.random.default_rng(1)
+        got = []
+        for _ in range(3):
+            obs, r, term, trunc, info = chunk_env.step(rng.uniform(-1, 1, (6, 7)).astype(np.float32))
+            got.append((obs["front"].copy(), obs["proprio"].copy(), r, term, trunc, info["chunk_steps"]))
+        results[blind] = (got, calls["n"])
+        env.close()
+    (blind_steps, blind_calls), (plain_steps, plain_calls) = results[True], results[False]
+    assert blind_calls == 3 and plain_calls == 3 * 4  # one front frame per chunk instead of one per action
+    for a, b in zip(blind_steps, plain_steps, strict=True):
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+        assert a[2:] == b[2:]
+
+
 def test_make_vec_async_seeded(pack):
     vec = make_vec(pack, 2, image_size=32)
     try:
