@@ -111,7 +111,8 @@ def train_arm(task: ArmTask) -> dict:
     cfg = ppoflow.PPOFlowConfig(**task.ppo)
     policy = load_policy(task.init, cfg.device)
     env_cfg = env_config_from(policy.provenance, scene_ids=task.scene_ids, dr=DRConfig() if task.dr else None,
-                              max_episode_steps=task.max_episode_steps, image_size=task.image_size)
+                              max_episode_steps=task.max_episode_steps, image_size=task.image_size,
+                              privileged=cfg.critic_privileged)
     if "critic_time_limit" not in task.ppo:  # as `train ppoflow` does: the critic reads the episode's time
         cfg = dataclasses.replace(cfg, critic_time_limit=env_cfg.max_episode_steps)
     if action_dim(env_cfg.action_mode) != policy.action_dim:

@@ -116,6 +116,10 @@ class PPOFlowConfig:
     """``shared``: a value head on the detached policy embedding; ``separate``: on a copy of the policy's encoder."""
     critic_hidden: int = 256
     """Hidden width of the value head."""
+    critic_privileged: bool = False
+    """The critic also reads the env's ``privileged`` observation (objects relative to the hand and their targets,
+    goals holding: an asymmetric actor-critic; the policy still sees only its own inputs). The env must give it
+    (``train ppoflow --critic-privileged`` turns it on there)."""
     critic_time_limit: int | None = None
     """The env's episode time limit: the critic also reads the fraction of it an episode has used (a value without
     it cannot tell a fresh start from one about to be cut off; ``train ppoflow`` sets it). None: no time input."""
@@ -156,11 +160,12 @@ class PPOFlowConfig:
 class Critic(nn.Module):
     """V(obs): an MLP on the detached shared embedding, or on its own copy of the policy's encoder (and the time)."""
 
-    def __init__(self, embed_dim: int, hidden: int, encoder: nn.Module | None = None, use_time: bool = False) -> None:
+    def __init__(self, embed_dim: int, hidden: int, encoder: nn.Module | None = None, use_time: bool = False,
+                 privileged_dim: int = 0) -> None:
         super().__init__()
-        self.encoder, self.use_time = encoder, use_time
-        self.head = nn.Sequential(nn.Linear(embed_dim + int(use_time), hidden), nn.SiLU(), nn.Linear(hidden, hidden),
-                                  nn.SiLU(), nn.Linear(hidden, 1))
+        self.encoder, self.use_time, self.privileged_dim = encoder, use_time, privileged_dim
+        self.head = nn.Sequential(nn.Linear(embed_dim + int(use_time) + privileged_dim, hidden), nn.SiLU(),
+                                  nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, 1))
 
     def forward(self, z: torch.Tensor, obs: dict | None = None, time: torch.Tensor | None = None) -> torch.Tensor:
         """Values ``(B,)`` from the shared embedding ``z`` (or, with an own encoder, from ``obs``) and ``time``.
@@ -170,6 +175,9 @@ class Critic(nn.Module):
         feat = (pooled(self.encoder.embed(obs)) if self.encoder is not None else pooled(z).detach()).float()
         if self.use_time:
             feat = torch.cat([feat, torch.as_tensor(time, dtype=torch.float32, device=feat.device).reshape(-1, 1)], 1)
+        if self.privileged_dim:
+            priv = torch.as_tensor(np.asarray(obs["privileged"]), dtype=torch.float32, device=feat.device)
+            feat = torch.cat([feat, priv.reshape(len(feat), -1)], 1)
         return self.head(feat).squeeze(-1)
 
 
@@ -289,8 +297,12 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                      init_std=cfg.init_std, hidden=cfg.noise_hidden, use_time=cfg.noise_uses_time).to(dev)
     agent = NoisyFlow(policy, noise, cfg.k, cfg.ft_steps, cfg.normalize_logprob, cfg.amp,
                       scored_actions=action_steps(cfg, policy) if cfg.score_executed else None)
+    if cfg.critic_privileged and "privileged" not in obs:
+        raise ConfigError("critic_privileged: the envs give no 'privileged' observation; make them with "
+                          "privileged=True (train ppoflow --critic-privileged does)")
     critic = Critic(embed_dim, cfg.critic_hidden, copy.deepcopy(policy) if cfg.critic == "separate" else None,
-                    use_time=cfg.critic_time_limit is not None).to(dev)
+                    use_time=cfg.critic_time_limit is not None,
+                    privileged_dim=int(np.asarray(obs["privileged"]).shape[-1]) if cfg.critic_privileged else 0).to(dev)
     limit = float(cfg.critic_time_limit or 1)
 
     def clock(n: np.ndarray) -> torch.Tensor:  # the critic's time input: the share of the time limit used

@@ -28,7 +28,8 @@ PPO = ConfigOptions("rl.ppoflow:PPOFlowConfig", [
     "num_envs", opt("total_env_steps", flag="--steps"), "k", "ft_steps", "action_steps", "decisions_per_env",
     "device", "seed", "gamma", "clip_eps", "ratio_power", "lr_actor", "lr_noise", "lr_critic", "sigma_min",
     "sigma_max", "ent_coef", "update_epochs", "minibatch_size", "target_kl", "progress_reward", "critic",
-    "critic_warmup_iters", "freeze_encoder", "normalize_logprob", "score_executed", "adaptive_lr", "amp"])
+    "critic_warmup_iters", "freeze_encoder", "normalize_logprob", "score_executed", "adaptive_lr",
+    "critic_privileged", "amp"])
 
 
 def load_policy(init: str | os.PathLike, device: str) -> Any:
@@ -67,7 +68,8 @@ def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "asy
 
     dr = dr_from_options(randomize, dr_file)  # a bad DR file fails before the policy loads
     policy = load_policy(init, cfg.device)
-    overrides = {k: v for k, v in (("image_size", image_size), ("max_episode_steps", max_episode_steps)) if v}
+    overrides = {k: v for k, v in (("image_size", image_size), ("max_episode_steps", max_episode_steps),
+                                   ("privileged", cfg.critic_privileged)) if v}
     env_cfg = env_config_from(policy.provenance, **overrides, dr=dr)
     if critic_time and cfg.critic_time_limit is None:
         cfg = dataclasses.replace(cfg, critic_time_limit=env_cfg.max_episode_steps)

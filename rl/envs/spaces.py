@@ -7,6 +7,7 @@ from gymnasium import spaces
 
 from scenegen.sim.views import CHARSET, PROPRIO_DIM_EXTRA
 from scenegen.tasks.config import EpisodeConfig
+from scenegen.tasks.privileged import PRIVILEGED_DIM
 
 
 def observation_space(cfg: EpisodeConfig, n_joints: int, arms: int = 1) -> spaces.Dict:
@@ -17,4 +18,6 @@ def observation_space(cfg: EpisodeConfig, n_joints: int, arms: int = 1) -> space
     d["instruction"] = spaces.Text(cfg.instruction_max_length, min_length=0, charset=CHARSET)
     if cfg.pointcloud:
         d["points"] = spaces.Box(-np.inf, np.inf, (cfg.pointcloud_points, 3), np.float32)
+    if cfg.privileged:
+        d["privileged"] = spaces.Box(-np.inf, np.inf, (PRIVILEGED_DIM,), np.float32)
     return spaces.Dict(d)

@@ -68,6 +68,9 @@ class EpisodeConfig:
     """Side (pixels) of every camera image (square)."""
     pointcloud: bool = False
     """Add ``points``: a point cloud fused from the front camera's depth, cropped and downsampled."""
+    privileged: bool = False
+    """Add ``privileged``: the goals' subjects relative to the hand and their targets, heights, goals holding
+    and progress (:mod:`scenegen.tasks.privileged`), for a critic; a policy must not read it."""
     pointcloud_points: int = 1024
     """Points in the cloud (sampled, or repeated when fewer remain)."""
     pointcloud_voxel: float = 0.01

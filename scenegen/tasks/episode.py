@@ -41,6 +41,7 @@ from scenegen.sim.views import (
 )
 from scenegen.sim.world import World
 from scenegen.tasks.config import EpisodeConfig, episode_budget
+from scenegen.tasks.privileged import privileged_state
 from scenegen.tasks.tracker import StepReport, TaskTracker
 from scenegen.tasks.worlds import CachedWorld, SceneSource, WorldCache, as_source, resolve_ids
 
@@ -315,6 +316,11 @@ class TaskEpisode(Closeable):
             obs["points"] = point_cloud(rt.renderer, depth, self.cfg, self._backend, self._pc_rng)
         obs["proprio"] = self.proprio()
         obs["instruction"] = instruction_text(self._instruction, self.cfg.instruction_max_length)
+        if self.cfg.privileged:
+            world = rt.entry.world
+            obs["privileged"] = privileged_state(world, world.scene.graph.goals, self._last.goals,
+                                                 self._last.progress, rt.controller.ee_pose()[0],
+                                                 world.scene.table_height)
         return obs
 
     def proprio(self) -> np.ndarray:

@@ -220,6 +220,33 @@ def test_the_critic_reads_the_episode_s_time_when_asked():
         PPOFlowConfig(critic_time_limit=0)
 
 
+class PrivilegedLineReach(LineReach):
+    """LineReach whose observation also holds the distance to the goal, as a privileged critic input."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = gym.spaces.Dict({**self.observation_space.spaces,
+                                                  "privileged": gym.spaces.Box(-9, 9, (1,), np.float32)})
+
+    def _obs(self) -> dict:
+        return {**super()._obs(), "privileged": np.array([self.goal - self.pos], dtype=np.float32)}
+
+
+def test_a_privileged_critic_reads_the_env_s_state(tmp_path):
+    pol = bc_policy(steps=50)
+    cfg = PPOFlowConfig(num_envs=2, decisions_per_env=3, total_env_steps=10_000, minibatch_size=6,
+                        critic_privileged=True)
+    vec = ppoflow.make_envs(cfg, pol, [PrivilegedLineReach] * 2, backend="sync")
+    out = ppoflow.train(cfg, pol, vec, tmp_path / "run", progress=False, max_iterations=1)
+    critic = out["critic"]
+    assert critic.privileged_dim == 1
+    z = torch.zeros(2, critic.head[0].in_features - 1)
+    near, far = ({"privileged": np.array([[d], [d]], np.float32)} for d in (0.0, 2.0))
+    assert not torch.allclose(critic(z, near), critic(z, far))  # the value depends on it
+    with pytest.raises(ConfigError, match="no 'privileged' observation"):
+        ppoflow.train(cfg, pol, envs(2, cfg, pol), tmp_path / "other", progress=False, max_iterations=1)
+
+
 def test_noise_net_bounds_and_init():
     net = NoiseNet(3, H, A, sigma_min=0.08, sigma_max=0.14, init_std=0.1)
     assert torch.allclose(net(torch.randn(7, 3)), torch.full((7, H, A), 0.1), atol=1e-6)

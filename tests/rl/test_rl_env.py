@@ -222,6 +222,23 @@ def test_chunks_render_only_their_last_observation_and_change_nothing(pack, monk
         assert a[2:] == b[2:]
 
 
+def test_the_privileged_state_is_observed_only_when_asked(pack):
+    from scenegen.tasks.privileged import PRIVILEGED_DIM
+
+    plain = PickPlaceEnv(pack, image_keys=())
+    assert "privileged" not in plain.reset(seed=0)[0] and "privileged" not in plain.observation_space.spaces
+    plain.close()
+    env = PickPlaceEnv(pack, image_keys=(), privileged=True)
+    obs, info = env.reset(seed=0)
+    assert env.observation_space["privileged"].shape == (PRIVILEGED_DIM,) and env.observation_space.contains(obs)
+    goal = env.scene.graph.goals[0]
+    subject = np.asarray(env.world.pose(goal.subject).position)
+    np.testing.assert_allclose(obs["privileged"][0:3], subject - env.controller.ee_pose()[0], atol=1e-5)
+    assert obs["privileged"][7] == float(info["goals"][0])
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
 def test_make_vec_async_seeded(pack):
     vec = make_vec(pack, 2, image_size=32)
     try:
