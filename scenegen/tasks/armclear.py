@@ -17,8 +17,13 @@ import numpy as np
 
 from scenegen.fileio import Closeable
 
-ARM_MARGIN = 0.01
-"""Least clearance (m) of the arm's links (hand and fingers included) from another object's box."""
+ARM_MARGIN = 0.005
+"""Least clearance (m) of the arm's links (hand and fingers included) from another object's box.
+
+The boxes are the objects' meshes' own, grown by 5 mm (:func:`scenegen.tasks.flipplan.object_box`): 1 cm from
+the mesh in all. It was 1 cm from the physics engine's box, which for a rotated body is several centimetres
+looser still, so that most flips beside a neighbour counted as out of reach.
+"""
 
 
 def arm_links(twin: Any, ctrl: Any) -> set[int]:

@@ -31,7 +31,7 @@ from scenegen.sim.control import matrix_rotvec, rotvec_matrix, wrap
 from scenegen.tasks.bimanual import MultiArmExpert
 from scenegen.tasks.carry import anchor_xy, descent_target, stand_swing, stand_up, tilted, turned_yaw
 from scenegen.tasks.drag import DragSkill, maybe_drag
-from scenegen.tasks.flip import FlipSkill, flip_kind
+from scenegen.tasks.flip import FlipSkill, flip_kind, stay_goals
 from scenegen.tasks.plan import (
     INSERT_RESERVE,
     Grasp,
@@ -129,7 +129,7 @@ class ScriptedExpert:
     # ------------------------------------------------------------------ helpers
     @property
     def goals(self) -> list[Goal]:
-        return list(self.env.world.scene.graph.goals)
+        return [*self.env.world.scene.graph.goals, *stay_goals(self.env)]  # knocked-over mugs are stood back up
 
     def _move(self, waypoint: np.ndarray, yaw: float, close: bool, speed: float = 1.0,
               swing: np.ndarray | None = None) -> np.ndarray:

@@ -48,6 +48,7 @@ from scenegen.tasks.flipplan import (
     plan_flip,
 )
 from scenegen.tasks.grasps import TABLE_CLEARANCE, grasp_mesh
+from scenegen.tasks.mugland import TIP_TOL, MugLand
 from scenegen.tasks.mugstand import MugStand, first_rim_grasp
 from scenegen.tasks.mugturn import HandleGrasp, MugTurn
 from scenegen.tasks.plan import top_of_others
@@ -59,6 +60,8 @@ BACKOFF = 0.08
 """How far (m) the open hand starts behind, and backs off from, a horizontal grasp."""
 SWING_STEP = 0.12
 """Largest turn (rad) of the commanded hand per step while a mug swings over."""
+YAW_LEAD = 1.0
+"""Yaw (rad) ahead of the commanded one that :func:`servo` aims at while it turns the long way round its band."""
 
 
 def has_handle(asset: Asset) -> bool:
@@ -151,6 +154,17 @@ def flip_kind(world, node: str, goal: Goal) -> str | None:  # noqa: ANN001
     return None
 
 
+def stay_goals(env: Any) -> list[Goal]:
+    """A flip task's second pass (none for others): ``upright`` goals of the mugs kept upright, then of its subjects.
+
+    The expert appends them to the scene's goals: one that holds costs nothing, a mug knocked over on the way (an
+    upright neighbour, or one turned upright earlier) is stood back up from the state it lies in.
+    """
+    keep = getattr(getattr(env, "task", None), "stay_upright", None)
+    goals = env.world.scene.graph.goals if keep is not None else []
+    return [Goal(n, "upright") for n in [*(keep or []), *(g.subject for g in goals)]]
+
+
 def flip_grasp_width(world, node: str, goals: list[Goal]) -> float | None:  # noqa: ANN001
     """Width (m) the flip skill pinches ``node`` across, when a state goal of it needs a flip; else None."""
     for g in goals:
@@ -173,11 +187,16 @@ def servo(ctrl: Any, cfg: Any, waypoint: np.ndarray, yaw: float, swing: np.ndarr
     """One arm's ``ee7`` action toward a position and the orientation ``compose_orientation(swing, yaw)``.
 
     The rotation is servoed on the whole orientation error (a world-frame rotation vector): the flip and
-    handover skills move so.
+    handover skills move so. A yaw more than half a turn away inside the controller's band (home yaw +-
+    ``cfg.yaw_limit``) is approached through :data:`YAW_LEAD`-sized steps the long way round: the shortest
+    rotation would cross the band's far end, where the controller clamps the yaw and the hand never gets there.
     """
     d = (np.asarray(waypoint, dtype=float) - ctrl.target_pos) / cfg.max_delta
     if np.abs(d).max() > speed:
         d = d * (speed / float(np.abs(d).max()))
+    goal = ctrl.home_yaw + wrap(float(yaw) - ctrl.home_yaw)  # the wanted yaw as the band holds it
+    if abs(goal - ctrl.target_yaw) > math.pi:  # the short way round leaves the band: lead the yaw through home
+        yaw = ctrl.target_yaw + math.copysign(YAW_LEAD, goal - ctrl.target_yaw)
     want = compose_orientation(np.zeros(3) if swing is None else np.asarray(swing, dtype=float), yaw)
     err = matrix_rotvec(want @ ctrl.target_rotation.T)
     rot = np.array([err[0] / cfg.max_tilt_delta, err[1] / cfg.max_tilt_delta, err[2] / cfg.max_yaw_delta])
@@ -186,7 +205,7 @@ def servo(ctrl: Any, cfg: Any, waypoint: np.ndarray, yaw: float, swing: np.ndarr
     return np.concatenate([d, rot, [1.0 if close else -1.0]]).astype(np.float32)
 
 
-class FlipSkill(MugStand, MugTurn):
+class FlipSkill(MugLand, MugStand, MugTurn):
     """One attempt at turning ``goal.subject`` upright; :meth:`act` returns actions until it returns None.
 
     ``expert`` is the :class:`~scenegen.tasks.expert.ScriptedExpert` driving it (its moves, tolerances
@@ -372,7 +391,7 @@ class FlipSkill(MugStand, MugTurn):
             return self._turn_mug()
         if self.phase in ("home", "rise", "over", "descend", "advance", "close"):
             return self._common(self.swing0)
-        if not self._held() and self.phase in ("lift", "swing", "lower"):
+        if not self._held() and self.phase in ("lift", "swing", "lower", "tip"):
             self._fail(f"{self.node} dropped while flipping")
             return None
         if self.phase == "lift":
@@ -402,17 +421,13 @@ class FlipSkill(MugStand, MugTurn):
             z = max(z, pos[2] + self.table + SWING_CLEARANCE - self._lowest())
             return self._move(np.array([*xy, z]), self.yaw, True, 0.6, nxt)
         if self.phase == "lower":
+            if float(up_axis(w.pose(self.node))[2]) < math.cos(TIP_TOL) and self.count == 0:
+                self._set("tip")
+                return None
             return self._lower(self.swing1, self._mug_xy())
+        if self.phase == "tip":
+            return self._tip()
         return self._finish(self.swing1)
-
-    def _mug_xy(self) -> np.ndarray:
-        """Where the grasp point goes so that the mug's axis is over its spot (from the mug's current pose)."""
-        w = self.env.world
-        pose = w.pose(self.node)
-        x_axis = float((w.assets[self.node].grasp or {}).get("x", 0.0))
-        axis_now = (quat_matrix(pose.orientation) @ np.array([x_axis, 0.0, 0.0]) + np.asarray(pose.position))[:2]
-        pos, _ = self.env.controller.ee_pose()
-        return pos[:2] + (self.axis_xy - axis_now)
 
     # ------------------------------------------------------------------ the bottle
     def _bottle(self) -> np.ndarray | None:
