@@ -104,9 +104,9 @@ def ppoflow(b: Bench, prompt: str, k: int, bc: str, train_pack: str, tag: str | 
             "env_steps_per_s": mean("env_steps_per_s"), "decisions_per_s": mean("decisions_per_s"),
             "time_split_s_per_iteration": {"env": mean("time_env_s"), "policy": mean("time_policy_s"),
                                            "update": mean("time_update_s")},
-            "curves": {name: [None if r.get(name) is None else round(float(r[name]), 5) for r in rows]
+            "curves": {name: [None if r.get(name) is None else float(f"{float(r[name]):.4g}") for r in rows]
                        for name in ("approx_kl_chain", "clip_frac", "explained_variance", "sigma", "early_stop",
-                                    "episodes")},
+                                    "lr_actor", "episodes")},
             "last": {k_: tail[-1].get(k_) for k_ in ("approx_kl", "approx_kl_chain", "clip_frac", "sigma",
                                                      "value_loss", "ratio_max_dev", "explained_variance")}}
 
