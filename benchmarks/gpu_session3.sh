@@ -12,12 +12,7 @@
 #    rft: `train rft` from BC-100 (rollouts on the pool under DR, successes mixed with the demos), scored,
 #         then PPOFlow K=1 from it.
 PH=$1
-[ -d /tmp/site/pybullet_data ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-  --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 MPLBACKEND=Agg
-OUT=${OUT:-benchmarks}; W=${WORK:-/root/gpu}; G=$W/logs; mkdir -p $W $G
-P="put the banana in the bowl"; B=$W/bcs/put_the_banana_in_the_bowl
-T0=$(date +%s); left() { echo $(( $1 - ($(date +%s) - T0) )); }
+. benchmarks/gpu_common.sh  # (its bcs below replaces the shared one)
 bcs() { timeout $(( $1 + 45 )) python3 benchmarks/bc_scaling.py --work $W/bcs --device cuda --budget $1 --prompts "$P" \
   --episodes 50 100 --pool-scenes 40 --held-scenes 20 --steps 5000 --image-size 64 --workers 14 --randomize \
   --skip-eval --parallel-train --out $OUT/bc_dr100.json >> $G/bc.log 2>&1; }
@@ -31,7 +26,6 @@ lift() {  # $1 budget, $2 tag (bc|rft), then extra options
     >> $G/lift_$tag.log 2>&1; }
 bc_lift() { lift $1 bc --bc-ks 10 --ppo-from bc; }
 rft_lift() { lift $1 rft --bc-ks --no-numerics --rft-rollouts 240 --rft-steps 2000 --ppo-from rft; }
-done_bc() { grep -q '"put_the_banana_in_the_bowl/bc_100"' $W/bcs/state.json 2>/dev/null; }
 case $PH in
 A) bcs 430; done_bc && bc_lift $(left 570) ;;
 B) done_bc || bcs 300; L=$(left 570); bc_lift $L & rft_lift $L; wait ;;
@@ -40,4 +34,4 @@ C) bc_lift 560 & rft_lift 560; wait ;;
 esac
 cp $W/bcs/state.json $OUT/bcs_state.json 2>/dev/null
 for t in bc rft; do cp $W/lift_$t/state.json $OUT/lift_${t}_state.json 2>/dev/null; done
-for f in $G/*.log; do echo "=== $f"; tail -n 60 $f | cut -c1-300; done > $OUT/logs.txt; nvidia-smi >> $OUT/logs.txt
+collect_logs

@@ -14,15 +14,7 @@
 #    kl02: whole-chain target KL 0.02 (actor lr from 3e-6); kl10: target KL 0.1 (actor lr from 1e-5).
 #    Every policy is scored on nominal pool and held-out scenes and under the training DR on the pool.
 PH=$1
-[ -d /tmp/site/pybullet_data ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-  --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 MPLBACKEND=Agg
-OUT=${OUT:-benchmarks}; W=${WORK:-/root/gpu}; G=$W/logs; mkdir -p $W $G
-P="put the banana in the bowl"; B=$W/bcs/put_the_banana_in_the_bowl
-T0=$(date +%s); left() { echo $(( $1 - ($(date +%s) - T0) )); }
-bcs() { timeout $(( $1 + 45 )) python3 benchmarks/bc_scaling.py --work $W/bcs --device cuda --budget $1 --prompts "$P" \
-  --episodes 100 --pool-scenes 40 --held-scenes 20 --steps 5000 --image-size 64 --workers 14 --randomize \
-  --skip-eval --out $OUT/bc_dr100_s4.json >> $G/bc.log 2>&1; }
+BC_OUT=bc_dr100_s4.json; . benchmarks/gpu_common.sh
 COMMON="--decisions-per-env 32 --minibatch-size 128 --critic-warmup-iters 3 --sigma-min 0.05 --sigma-max 0.1 \
 --lr-noise 1e-4"
 KL02="$COMMON --clip-eps 0.2 --adaptive-lr --target-kl 0.02 --lr-actor 3e-6"
@@ -35,7 +27,6 @@ lift() {  # $1 budget, $2 tag (kl02|kl10), $3 PPO settings, then extra options
     --out $OUT/ppoflow_lift_s4_$tag.json "$@" >> $G/lift_$tag.log 2>&1; }
 kl02() { lift $1 kl02 "$KL02" --bc-ks 10; }
 kl10() { lift $1 kl10 "$KL10" --bc-ks; }
-done_bc() { grep -q '"put_the_banana_in_the_bowl/bc_100"' $W/bcs/state.json 2>/dev/null; }
 case $PH in
 A) bcs 400; done_bc && { L=$(left 570); kl02 $L & kl10 $L; wait; } ;;
 B) done_bc || bcs 300; L=$(left 570); kl02 $L & kl10 $L; wait ;;
@@ -44,4 +35,4 @@ C) kl02 560 & kl10 560; wait ;;
 esac
 cp $W/bcs/state.json $OUT/bcs_state.json 2>/dev/null
 for t in kl02 kl10; do cp $W/lift_$t/state.json $OUT/lift_${t}_state.json 2>/dev/null; done
-for f in $G/*.log; do echo "=== $f"; tail -n 60 $f | cut -c1-300; done > $OUT/logs.txt; nvidia-smi >> $OUT/logs.txt
+collect_logs

@@ -12,16 +12,8 @@
 #    target KL of 0.05, clip 0.2, 16 minutes of PPOFlow; every policy scored on nominal pool and held-out
 #    scenes and under the training DR on the pool. One thread per env process (16 processes share 16 cores).
 PH=$1
-[ -d /tmp/site/pybullet_data ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-  --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 MPLBACKEND=Agg OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
-  MKL_NUM_THREADS=1
-OUT=${OUT:-benchmarks}; W=${WORK:-/root/gpu}; G=$W/logs; mkdir -p $W $G
-P="put the banana in the bowl"; B=$W/bcs/put_the_banana_in_the_bowl
-T0=$(date +%s); left() { echo $(( $1 - ($(date +%s) - T0) )); }
-bcs() { timeout $(( $1 + 45 )) python3 benchmarks/bc_scaling.py --work $W/bcs --device cuda --budget $1 --prompts "$P" \
-  --episodes 100 --pool-scenes 40 --held-scenes 20 --steps 5000 --image-size 64 --workers 14 --randomize \
-  --skip-eval --out $OUT/bc_dr100_s5.json >> $G/bc.log 2>&1; }
+BC_OUT=bc_dr100_s5.json; . benchmarks/gpu_common.sh
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 PPO="--decisions-per-env 32 --minibatch-size 128 --critic-warmup-iters 3 --sigma-min 0.05 --sigma-max 0.1 \
 --lr-noise 1e-4 --clip-eps 0.2 --adaptive-lr --target-kl 0.05 --lr-actor 3e-6 --critic-privileged"
 lift() {  # $1 budget
@@ -29,7 +21,6 @@ lift() {  # $1 budget
     --prompts "$P" --init-bc $B/bc_100 --train-pack $B/pool --held-pack $B/held --ks 1 --ppo-minutes 16 \
     --num-envs 14 --workers 14 --eval-episodes 40 --eval-dr --no-numerics --bc-ks 10 --ppo-args "$PPO" \
     --out $OUT/ppoflow_lift_s5.json >> $G/lift.log 2>&1; }
-done_bc() { grep -q '"put_the_banana_in_the_bowl/bc_100"' $W/bcs/state.json 2>/dev/null; }
 case $PH in
 A) bcs 400; done_bc && lift $(left 570) ;;
 B) done_bc || bcs 300; lift $(left 570) ;;
@@ -38,4 +29,4 @@ C) lift 520 ;;
 esac
 cp $W/bcs/state.json $OUT/bcs_state.json 2>/dev/null; cp $W/lift/state.json $OUT/lift_state.json 2>/dev/null
 tail -n 200 $W/lift/put_the_banana_in_the_bowl/ppo_k1/metrics.jsonl > $OUT/metrics_tail.jsonl 2>/dev/null
-for f in $G/*.log; do echo "=== $f"; tail -n 60 $f | cut -c1-300; done > $OUT/logs.txt; nvidia-smi >> $OUT/logs.txt
+collect_logs

@@ -14,7 +14,6 @@ each Ray task asking for its GPU fraction and the CPUs its environments use.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import multiprocessing
@@ -113,8 +112,7 @@ def train_arm(task: ArmTask) -> dict:
     env_cfg = env_config_from(policy.provenance, scene_ids=task.scene_ids, dr=DRConfig() if task.dr else None,
                               max_episode_steps=task.max_episode_steps, image_size=task.image_size,
                               privileged=cfg.critic_privileged)
-    if "critic_time_limit" not in task.ppo:  # as `train ppoflow` does: the critic reads the episode's time
-        cfg = dataclasses.replace(cfg, critic_time_limit=env_cfg.max_episode_steps)
+    cfg = ppoflow.timed(cfg, env_cfg.max_episode_steps)  # as `train ppoflow` does: the critic reads the time
     if action_dim(env_cfg.action_mode) != policy.action_dim:
         raise ConfigError(f"the initialisation {task.init} gives {policy.action_dim}-D actions, its env's action mode "
                           f"{env_cfg.action_mode!r} takes {action_dim(env_cfg.action_mode)}-D ones")

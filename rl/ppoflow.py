@@ -215,6 +215,11 @@ def _adapt_lr(optim: torch.optim.Optimizer, cfg: PPOFlowConfig, kl: float, stopp
         group["lr"] = float(min(max(group["lr"] * factor, base * 1e-3), base * 10))
 
 
+def timed(cfg: PPOFlowConfig, max_episode_steps: int) -> PPOFlowConfig:
+    """The config with the critic reading the episode's time against the env's limit (kept if already set)."""
+    return cfg if cfg.critic_time_limit is not None else dataclasses.replace(cfg, critic_time_limit=max_episode_steps)
+
+
 def _check_resume(saved: dict, cfg: PPOFlowConfig, path: Path) -> None:
     now = dataclasses.asdict(cfg)
     diff = sorted(k for k in set(now) | set(saved) if now.get(k) != saved.get(k))

@@ -13,7 +13,6 @@ under ``policy/`` (deployed with ``k`` inference steps) and, unless ``--eval-epi
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from pathlib import Path
@@ -71,8 +70,7 @@ def run_ppoflow(init: str, pack: str, out: str, cfg: Any, *, backend: str = "asy
     overrides = {k: v for k, v in (("image_size", image_size), ("max_episode_steps", max_episode_steps),
                                    ("privileged", cfg.critic_privileged)) if v}
     env_cfg = env_config_from(policy.provenance, **overrides, dr=dr)
-    if critic_time and cfg.critic_time_limit is None:
-        cfg = dataclasses.replace(cfg, critic_time_limit=env_cfg.max_episode_steps)
+    cfg = ppoflow.timed(cfg, env_cfg.max_episode_steps) if critic_time else cfg
     run = {"init": str(Path(init).resolve()), "pack": str(Path(pack).resolve()), "randomize": randomize,
            **({"dr": dr_summary(dr)} if dr_file else {}),
            "image_size": env_cfg.image_size, "image_keys": list(env_cfg.image_keys),

@@ -231,7 +231,7 @@ def chain_log_prob(chain: torch.Tensor, velocity: Velocity, std: StdFn, *, ft_st
     if not terms:
         return torch.zeros(chain.shape[0], device=chain.device)
     lp = torch.stack(terms, 1)
-    if scored_actions is None or scored_actions == horizon or not noisy[-1]:
+    if scored_actions is None or scored_actions == horizon:  # (the last transition is always noisy)
         return _reduce(lp, normalize)
     keep = torch.ones_like(lp[0])  # (terms, H, A): the last transition keeps its first `scored_actions` rows
     keep[-1, scored_actions:] = 0.0
