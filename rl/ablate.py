@@ -11,6 +11,8 @@ Other diversity knobs are arm axes too (each a comma list; arms are the product)
 ``distractors`` (one pool per count), ``instances`` and ``layouts`` (the training scenes are
 restricted, in permutation order, to at most V distinct task-object instances or L distinct
 start-quadrant patterns of the task objects) and ``dr`` (domain randomization in training).
+``learner="bc"`` compares behaviour cloning instead of PPOFlow: each run trains a fresh policy on the
+same number of expert demonstrations recorded on its arm's own scenes (:func:`rl.ablate_arm.train_arm_bc`).
 
 A folder ``ABL`` holds::
 
@@ -39,15 +41,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from rl.ablate_arm import BACKENDS, ArmTask, dispatch
+from rl.ablate_select import (  # noqa: F401 - the selection is part of this module's API
+    ORDER_STREAM,
+    instance_key,
+    layout_key,
+    nested_order,
+    restrict,
+    task_objects,
+    training_ids,
+)
 from scenegen.errors import ConfigError, ScenegenError
 from scenegen.fileio import write_atomic
 from scenegen.validate import int_in
 
-ORDER_STREAM = 0x5CE4E
-"""Seed stream of the pool's permutation (with the pool seed)."""
+LEARNERS = ("ppoflow", "bc")
+"""What each run trains: PPOFlow from a shared BC initialisation, or BC from scratch on the arm's scenes."""
 
 
 class AblationError(ScenegenError):
@@ -99,9 +108,13 @@ class AblationConfig:
     bc_scenes: int = 10
     """Scenes of the BC base pack (its own seed: neither pool nor OOD scenes)."""
     bc_demos: int = 50
-    """Expert demonstrations the shared BC initialisation is trained on."""
+    """Expert demonstrations the shared BC initialisation is trained on (with ``learner="bc"``: each run's)."""
     bc_seed: int = 3
-    """Seed of the BC base pack and of its demonstrations."""
+    """Seed of the BC base pack and of its demonstrations (with ``learner="bc"``: of each arm's demonstrations)."""
+    learner: str = "ppoflow"
+    """``ppoflow``: PPOFlow from the shared BC initialisation, ``budget_env_steps`` per run; ``bc``: BC from scratch
+    per run on ``bc_demos`` expert demonstrations of the arm's own training scenes (the same count and BC steps
+    for every arm), no shared initialisation and no PPOFlow."""
 
     def __post_init__(self) -> None:
         for name, lo, hi in (("ns", 1, 100_000), ("instances", 0, 100_000), ("layouts", 0, 100_000),
@@ -123,6 +136,8 @@ class AblationConfig:
             int_in(f"AblationConfig.{name}", getattr(self, name), lo, hi)
         if self.pool_size and self.pool_size < max(self.ns):
             raise ConfigError(f"AblationConfig.pool_size = {self.pool_size} is below the largest N ({max(self.ns)})")
+        if self.learner not in LEARNERS:
+            raise ConfigError(f"AblationConfig.learner = {self.learner!r} must be one of {LEARNERS}")
         seeds = {"pool_seed": self.pool_seed, "ood_seed": self.ood_seed, "bc_seed": self.bc_seed}
         if len(set(seeds.values())) != 3:
             raise ConfigError(f"AblationConfig: {seeds} must differ (pool, OOD and BC scenes come from other seeds)")
@@ -197,62 +212,6 @@ def arms(cfg: AblationConfig) -> list[Arm]:
     dist: Sequence[int | None] = cfg.distractors or (None,)
     return [Arm(n, d, i, lay, dr) for d, i, lay, dr, n in
             itertools.product(dist, cfg.instances, cfg.layouts, cfg.dr, sorted(cfg.ns))]
-
-
-# ---------------------------------------------------------------------------------------------- nested selection
-def nested_order(scene_ids: Sequence[str], seed: int) -> list[str]:
-    """The pool's scene ids in a seeded permutation (of the sorted ids): arm N trains on a prefix of it."""
-    ids = sorted(scene_ids)
-    perm = np.random.default_rng([int(seed), ORDER_STREAM]).permutation(len(ids))
-    return [ids[i] for i in perm]
-
-
-def task_objects(scene: Any) -> list:
-    """The objects the task names (no support, no distractor)."""
-    support = scene.graph.support_id
-    return [o for o in scene.graph.objects() if o.id != support and o.role != "distractor"]
-
-
-def instance_key(scene: Any) -> tuple:
-    """A scene's task-object instances: the sorted asset ids of the objects the task names."""
-    return tuple(sorted(scene.assets[o.id] for o in task_objects(scene)))
-
-
-def layout_key(scene: Any) -> tuple:
-    """A scene's coarse layout: each task object's start quadrant around the table's centre."""
-    poses = scene.settled or scene.poses
-    cx, cy = poses[scene.graph.support_id].position[:2]
-    return tuple(sorted((o.category, poses[o.id].position[0] >= cx, poses[o.id].position[1] >= cy)
-                        for o in task_objects(scene)))
-
-
-def restrict(order: Sequence[str], keys: dict[str, Any], limit: int) -> list[str]:
-    """The ids of ``order`` whose key is among the first ``limit`` distinct keys met in that order (0: all)."""
-    if not limit:
-        return list(order)
-    allowed: set = set()
-    out = []
-    for sid in order:
-        if keys[sid] not in allowed and len(allowed) < limit:
-            allowed.add(keys[sid])
-        if keys[sid] in allowed:
-            out.append(sid)
-    return out
-
-
-def training_ids(order: Sequence[str], scenes: dict[str, Any], arm: Arm) -> list[str]:
-    """The arm's training scenes: the first N of the (instance- and layout-restricted) permutation.
-
-    Raises:
-        ConfigError: fewer than N scenes pass the restrictions.
-
-    """
-    kept = restrict(order, {s: instance_key(scenes[s]) for s in order}, arm.instances)
-    kept = restrict(kept, {s: layout_key(scenes[s]) for s in kept}, arm.layouts)
-    if len(kept) < arm.n:
-        raise ConfigError(f"arm {arm.name}: only {len(kept)} of the pool's {len(order)} scenes meet instances="
-                          f"{arm.instances} layouts={arm.layouts}; generate a larger pool (--pool-size)")
-    return kept[: arm.n]
 
 
 def pool_prompt(prompt: str, distractors: int | None) -> str:
@@ -396,12 +355,15 @@ def plan_ablation(prompt: str, out: str | os.PathLike, cfg: AblationConfig, *, r
     root = Path(out)
     if pool and cfg.distractors:
         raise ConfigError("--pool gives one pool; --distractors needs one generated pool per count")
+    per_run_bc = cfg.learner == "bc"
+    if per_run_bc and init:
+        raise ConfigError("--learner bc trains every run from scratch; drop --init (it is PPOFlow's start)")
     spec = {"prompt": prompt, "ablation": json.loads(json.dumps(asdict(cfg))), "ppo": _ppo_fields(ppo),
             "pipeline": json.loads(json.dumps(pipeline.content_dict(), default=str)), "pool": pool,
             "ood_set": ood_set, "init": init,
-            "bc": None if init else {k: v for k, v in json.loads(json.dumps(asdict(bc))).items()
+            "bc": None if init and not per_run_bc else {k: v for k, v in json.loads(json.dumps(asdict(bc))).items()
                                      if k != "time_limit_s"},
-            "policy": None if init else json.loads(json.dumps(policy.to_dict()))}
+            "policy": None if init and not per_run_bc else json.loads(json.dumps(policy.to_dict()))}
     _check_plan(root, spec, resume)
     root.mkdir(parents=True, exist_ok=True)
     pools = {}
@@ -415,15 +377,18 @@ def plan_ablation(prompt: str, out: str | os.PathLike, cfg: AblationConfig, *, r
         if len(pools[d]) < cfg.pool_scenes and not pool:
             raise ConfigError(f"pool {pools[d].root} has {len(pools[d])} scenes, the ablation needs {cfg.pool_scenes}")
     ood = _ood_set(prompt, root, cfg, ood_set, pipeline, cache_dir, progress)
-    init = init or _bc_init(prompt, root, cfg, bc, policy, pipeline, cache_dir, deadline, progress)
-    if init is None:
-        return None
+    if not per_run_bc:
+        init = init or _bc_init(prompt, root, cfg, bc, policy, pipeline, cache_dir, deadline, progress)
+        if init is None:
+            return None
+    bc_spec = {"demos": cfg.bc_demos, "demo_seed": cfg.bc_seed, "workers": runner.eval_workers,
+               "config": bc, "policy": policy} if per_run_bc else {}
     ood_ids = {c["scene_id"] for c in ood.configurations}
     named = {"OOD set": ood_ids, **{f"pool {p.root}": set(p.scene_ids) for p in pools.values()}}
     if (root / "bc" / "pack").is_dir():
         named["BC base pack"] = set(load_pack(root / "bc" / "pack").scene_ids)
     _check_disjoint(named)
-    cuda = str(ppo.device).startswith("cuda")
+    cuda = str(bc.device if per_run_bc else ppo.device).startswith("cuda")
     frac = (runner.gpu_fraction or 1.0 / runner.concurrent) if cuda else 0.0
     tasks, plan_arms = [], {}
     scenes = {d: {s: p.scene(s) for s in p.scene_ids} for d, p in pools.items()}
@@ -437,11 +402,12 @@ def plan_ablation(prompt: str, out: str | os.PathLike, cfg: AblationConfig, *, r
         plan_arms[arm.name] = {**knobs, "pool": str(pk.root), "scene_ids": ids, "id_set": id_set}
         for s in range(cfg.seeds):
             tasks.append(ArmTask(
-                arm.name, s, str(root / "runs" / arm.name / f"seed-{s}"), str(pk.root), tuple(ids), str(init),
+                arm.name, s, str(root / "runs" / arm.name / f"seed-{s}"), str(pk.root), tuple(ids), str(init or ""),
                 id_set, str(ood.root), {**asdict(ppo), "seed": s, "total_env_steps": cfg.budget_env_steps},
                 arm.dr, cfg.max_episode_steps, cfg.image_size, tuple(cats), runner.env_backend, runner.eval_workers,
-                runner.eval_device, frac, deadline, True, knobs))
-    doc = {"spec": spec, "init": str(init), "ood_set": {"path": str(ood.root), "content_hash": ood.content_hash},
+                runner.eval_device, frac, deadline, True, knobs, cfg.learner, bc_spec))
+    doc = {"spec": spec, "init": None if per_run_bc else str(init),
+           "ood_set": {"path": str(ood.root), "content_hash": ood.content_hash},
            "arms": plan_arms}
     write_atomic(root / "plan.json", json.dumps(doc, indent=1, default=str), error=ConfigError)
     return tasks

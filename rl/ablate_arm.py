@@ -1,8 +1,9 @@
 """One run of a diversity ablation (an arm at one training seed), and the runners that spread runs over a machine.
 
 :func:`run_arm` is what a worker executes: PPOFlow from the shared BC initialisation on the
-arm's own training scenes for the ablation's env-step budget (:mod:`rl.ppoflow`), then the
-fine-tuned policy on the arm's frozen ID set and on the shared OOD set (:mod:`rl.evalrun`).
+arm's own training scenes for the ablation's env-step budget (:mod:`rl.ppoflow`), or, with the
+``bc`` learner, BC from scratch on a fixed number of demonstrations of those scenes; then the
+policy on the arm's frozen ID set and on the shared OOD set (:mod:`rl.evalrun`).
 Each phase leaves a file written atomically (``train.json``, ``eval_id.json``, ``eval_ood.json``,
 then ``result.json``), so a killed run resumes at its last finished phase, PPOFlow from its
 checkpoint, and a finished run is never redone.
@@ -77,6 +78,12 @@ class ArmTask:
     """Evaluate after training (off: a training-only run, e.g. to measure the runner's scaling)."""
     knobs: dict = field(default_factory=dict)
     """The arm's diversity knobs (N, distractors, instances, layouts, DR), recorded in its result."""
+    learner: str = "ppoflow"
+    """``ppoflow`` (PPOFlow from ``init`` on the arm's scenes) or ``bc`` (BC from scratch on demonstrations
+    recorded on the arm's scenes)."""
+    bc: dict = field(default_factory=dict)
+    """With ``learner="bc"``: ``demos`` (successful episodes), ``demo_seed``, ``workers`` (recording
+    processes), ``config`` (a :class:`rl.bc.BCConfig`) and ``policy`` (a FlowVLA config)."""
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -106,6 +113,8 @@ def train_arm(task: ArmTask) -> dict:
     from rl.ppoflow_cli import load_policy
     from scenegen.sim.control import action_dim
 
+    if task.learner == "bc":
+        return train_arm_bc(task)
     out = Path(task.folder)
     cfg = ppoflow.PPOFlowConfig(**task.ppo)
     policy = load_policy(task.init, cfg.device)
@@ -139,6 +148,52 @@ def train_arm(task: ArmTask) -> dict:
     if s["finished"]:
         policy.save_finetuned(out / "policy", k=cfg.k, provenance={"ppoflow_run": str((out / "ppo").resolve()),
                                                                    "init": str(Path(task.init).resolve())})
+        _write(out / "train.json", row)
+    return row
+
+
+def train_arm_bc(task: ArmTask) -> dict:
+    """BC from scratch on ``bc["demos"]`` expert demonstrations recorded on the arm's own training scenes.
+
+    Every arm records the same number of successful episodes and trains the same steps, so the number of
+    distinct scenes is the only variable; the training seed seeds the demonstrations' resets and BC.
+    Demonstrations are recorded once (``demos.json``); BC resumes from its checkpoint until the deadline.
+    """
+    import dataclasses
+
+    from rl.bc import BCConfig, train_bc
+    from rl.data.demos import record_demos
+    from rl.envs import DRConfig
+    from rl.policies.configuration_flow_vla import FlowVLAConfig
+
+    out = Path(task.folder)
+    spec = task.bc
+    spent = (_read(out / "train_time.json") or {}).get("seconds", 0.0)
+    t0 = time.perf_counter()
+    demos = _read(out / "demos.json")
+    if demos is None:
+        demos = record_demos(task.pool, int(spec["demos"]), str(out / "demos"),
+                             seed=int(spec["demo_seed"]) + 100_003 * task.seed, image_size=task.image_size,
+                             dr=DRConfig() if task.dr else None,  # the expert's own step limit, as the shared BC
+                             overwrite=True, progress=False, workers=int(spec.get("workers", 1)),
+                             scene_ids=task.scene_ids)
+        _write(out / "demos.json", demos)
+    left = _remaining(task.deadline)
+    cfg: BCConfig = dataclasses.replace(spec["config"], seed=task.seed,
+                                        time_limit_s=0.0 if left is None else max(1.0, left))
+    policy: FlowVLAConfig = spec["policy"]
+    s = train_bc(out / "demos", out / "bc", policy, cfg, resume=True, progress=False)
+    spent += time.perf_counter() - t0
+    _write(out / "train_time.json", {"seconds": spent})
+    cuda = str(s.get("device", "")).startswith("cuda")
+    row = {"status": "finished" if s["done"] else "unfinished", "learner": "bc", "iterations": s["steps"],
+           "env_steps": int(demos["frames"]), "budget_env_steps": None, "demos": int(demos["saved"]),
+           "demo_attempts": int(demos["attempts"]), "bc_steps": cfg.steps, "dr": task.dr,
+           "scene_ids": len(task.scene_ids), "train_seconds": round(spent, 2), "device": s.get("device"),
+           "gpu_fraction": task.gpu_fraction if cuda else 0.0,
+           "gpu_minutes": round(spent * task.gpu_fraction / 60, 3) if cuda else 0.0,
+           "loss_last": s.get("loss_last"), "policy": s.get("policy")}
+    if s["done"]:
         _write(out / "train.json", row)
     return row
 
@@ -232,7 +287,7 @@ def run_arm(task: ArmTask) -> dict:
             left = _remaining(task.deadline)
             if left is not None and left <= 0:
                 return {**head, "status": "unfinished", "train": train}
-            evals[name] = evaluate_policy(where, str(out / "policy"), workers=task.eval_workers,
+            evals[name] = evaluate_policy(where, train.get("policy") or str(out / "policy"), workers=task.eval_workers,
                                           device=task.eval_device, image_size=task.image_size)
             _write(f, evals[name])
     ood = evals["ood"]

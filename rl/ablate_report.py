@@ -124,9 +124,21 @@ def collect(out: Path, outcomes: Sequence[dict] = ()) -> dict:
                  for s, r in enumerate(rows)]
         knobs = {k: a[k] for k in ("n", "distractors", "instances", "layouts", "dr")}
         arms.append(arm_summary(name, knobs, rows, seeds))
+    abl = plan["spec"]["ablation"]
+    learner = abl.get("learner", "ppoflow")
+    bc = plan["spec"].get("bc") or {}
     return {"schema": SCHEMA, "prompt": plan["spec"]["prompt"], "ood_set": plan["ood_set"], "init": plan["init"],
-            "budget_env_steps": plan["spec"]["ablation"]["budget_env_steps"], "seeds": seeds,
+            "learner": learner, "budget": budget_text(learner, abl, bc),
+            "budget_env_steps": abl["budget_env_steps"] if learner == "ppoflow" else None, "seeds": seeds,
             "complete": all(a["complete"] for a in arms), "arms": arms, "runs": runs, "shape": shape(arms)}
+
+
+def budget_text(learner: str, ablation: dict, bc: dict) -> str:
+    """What every run of the ablation was given, in words (the same for each arm and seed)."""
+    if learner == "bc":
+        return (f"BC from scratch on {ablation['bc_demos']} expert demonstrations of the arm's own scenes, "
+                f"{bc.get('steps', '?')} steps (env steps: the demonstrations' frames)")
+    return f"PPOFlow budget {ablation['budget_env_steps']} env steps"
 
 
 # ---------------------------------------------------------------------------------------------- Markdown, plot
@@ -141,6 +153,10 @@ def _rate(p: dict | None) -> str:
     return f"{_pct(p['success_rate'])} [{100 * lo:.1f}, {100 * hi:.1f}] (n={p['episodes']})"
 
 
+def _budget(results: dict) -> str:
+    return results.get("budget") or f"PPOFlow budget {results['budget_env_steps']} env steps"
+
+
 def _knob_text(k: dict) -> str:
     parts = [f"d={k['distractors']}"] if k["distractors"] is not None else []
     parts += [f"inst<={k['instances']}"] if k["instances"] else []
@@ -151,8 +167,8 @@ def _knob_text(k: dict) -> str:
 def markdown(results: dict, plot: str | None = "results.png") -> str:
     """The results as Markdown: one row per arm, then the shape verdicts."""
     lines = [f"# Diversity ablation: \"{results['prompt']}\"", "",
-             f"OOD set `{results['ood_set']['content_hash'][:16]}`; PPOFlow budget {results['budget_env_steps']} env "
-             f"steps per arm and seed; {results['seeds']} training seeds per arm; success pooled over the finished "
+             f"OOD set `{results['ood_set']['content_hash'][:16]}`; {_budget(results)} per arm and seed; "
+             f"{results['seeds']} training seeds per arm; success pooled over the finished "
              "seeds' episodes (Wilson 95%); gap = ID - OOD (Newcombe 95%).", "",
              "| arm | N | knobs | seeds | ID success [95% CI] | OOD success [95% CI] | gap [95% CI] | "
              "OOD, novel category | env steps / seed | GPU-min |", "|---|---|---|---|---|---|---|---|---|---|"]
@@ -211,7 +227,7 @@ def plot_results(results: dict, path: str | os.PathLike) -> bool:
         axis.legend(fontsize=7)
     ax.set_ylim(-0.02, 1.02)
     bx.axhline(0.0, color="grey", lw=0.8)
-    fig.suptitle(f"\"{results['prompt']}\", {results['budget_env_steps']} PPOFlow env steps per arm", fontsize=10)
+    fig.suptitle(f"\"{results['prompt']}\", {_budget(results)} per arm", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -11,6 +11,7 @@ zeros, and ``meta/episodes``' ``object_ids`` names each episode's slots).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -140,7 +141,8 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
                  cameras: tuple[str, ...] = ("front",), max_steps: int = 300, max_attempts: int | None = None,
                  pointcloud: bool = False, randomize: bool = False, overwrite: bool = False,
                  progress: bool = True, image_format: str = "video", episodes_per_file: int = 50,
-                 action_mode: str | None = None, workers: int = 1, dr: Any = None) -> dict:
+                 action_mode: str | None = None, workers: int = 1, dr: Any = None,
+                 scene_ids: Sequence[str] | None = None) -> dict:
     """Record ``n`` successful expert episodes of the pack's scenes into a LeRobot v3.0 dataset at ``out``.
 
     Episode attempt ``i`` resets with seed ``seed + i`` on scene ``i mod (number of scenes)``;
@@ -148,7 +150,8 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
     attempts run in that many processes and are written in attempt order: the same dataset.
     ``randomize`` records under the env's default domain randomization; ``dr`` (a
     :class:`~rl.envs.config.DRConfig`, e.g. from a ``DR.json`` of ``scenegen dr propose``) under that one
-    (it implies ``randomize``); the metadata records the DR used.
+    (it implies ``randomize``); the metadata records the DR used. ``scene_ids`` restricts the episodes
+    to those scenes of the pack (in that order).
 
     Returns:
         A summary: ``saved``, ``frames``, ``attempts``, ``failures`` (reason -> count), ``out``.
@@ -176,6 +179,8 @@ def record_demos(pack: str, n: int, out: str, seed: int = 0, image_size: int = 1
                   pointcloud=pointcloud, dr=dr if dr is not None else DRConfig() if randomize else None)
     if action_mode:
         env_kw["action_mode"] = action_mode
+    if scene_ids is not None:
+        env_kw["scene_ids"] = tuple(scene_ids)
     env = PickPlaceEnv(pack, **env_kw)
     ids = env.scene_ids
     slots = max(len(slot_order(env.source.scene(s))) for s in ids)

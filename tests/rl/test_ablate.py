@@ -337,3 +337,33 @@ def test_given_pool_init_and_ood_set_with_arms_as_ray_tasks(tmp_path, tmp_path_f
         same = make_evalset(None, tmp_path / "same", 2, packs=[pool.root], max_episode_steps=10, progress=False)
         run_ablation(text, tmp_path / "abl2", cfg, pool=str(pool.root), init=str(tmp_path / "init"),
                      ood_set=str(same.root), **kw)
+
+
+@pytest.mark.slow
+def test_a_bc_learner_ablation_trains_each_arm_on_demonstrations_of_its_own_scenes(tmp_path, tmp_path_factory):
+    import torch
+
+    from rl.data.reader import DemoDataset
+
+    torch.set_num_threads(1)
+    cfg, kw = _tiny(tmp_path_factory)
+    cfg = dataclasses.replace(cfg, learner="bc", bc_demos=2, dr=(True,))
+    out = tmp_path / "abl"
+    with pytest.raises(ConfigError, match="drop --init"):
+        run_ablation("put the banana in the bowl", out, cfg, init=str(tmp_path), **kw)
+    res = run_ablation("put the banana in the bowl", out, cfg, **kw)
+    assert res["complete"] and res["learner"] == "bc" and "BC from scratch on 2" in res["budget"]
+    assert not (out / "bc").exists()  # no shared initialisation
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["init"] is None
+    for name, n in (("n001", 1), ("n002", 2)):
+        run = out / "runs" / name / "seed-0"
+        ids = plan["arms"][name]["scene_ids"]
+        ds = DemoDataset(run / "demos")
+        assert len(ds) == 2  # the same number of demonstrations for every arm
+        recorded = {e["scene_id"] for e in ds.episodes_meta}
+        r = json.loads((run / "result.json").read_text())
+        assert r["train"]["learner"] == "bc" and r["train"]["demos"] == 2 and r["train"]["bc_steps"] == 5
+        assert r["train"]["policy"] == str(run / "bc" / "policy") and r["id"]["episodes"] == 2
+        assert len(ids) == n and recorded == set(ids)  # demonstrations of the arm's own scenes, all of them
+    assert "BC from scratch" in (out / "results.md").read_text()
