@@ -60,6 +60,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--eval-workers", type=int, default=3, help="Evaluation processes per arm.")
     p.add_argument("--no-qa", action="store_true", help="Skip QA of generated scenes.")
     p.add_argument("--init", default=None, help="A BC run to start every arm from, instead of training one.")
+    p.add_argument("--learner", default="ppoflow", choices=["ppoflow", "bc"],
+                   help="bc: every run trains BC from scratch on --bc-demos demonstrations of its own scenes.")
+    p.add_argument("--cameras", default="front", help="Cameras of the demonstrations (comma list: front,wrist).")
     p.add_argument("--scaling", default="1,2", help="Concurrency levels of the scaling stage ('' skips it).")
     p.add_argument("--scaling-n", type=int, default=10)
     p.add_argument("--scaling-steps", type=int, default=6000)
@@ -77,7 +80,8 @@ def configs(b: Bench):
     a = b.args
     cfg = AblationConfig(ns=tuple(int(x) for x in a.n.split(",")), seeds=a.seeds, budget_env_steps=a.budget_env_steps,
                          ood_configs=a.ood_configs, id_configs=a.id_configs, max_episode_steps=a.max_steps,
-                         image_size=a.image_size, qa=not a.no_qa, bc_scenes=a.bc_scenes, bc_demos=a.bc_demos)
+                         image_size=a.image_size, qa=not a.no_qa, bc_scenes=a.bc_scenes, bc_demos=a.bc_demos,
+                         learner=a.learner, cameras=tuple(c for c in a.cameras.split(",") if c))
     ppo = PPOFlowConfig(num_envs=a.num_envs, decisions_per_env=a.decisions_per_env, k=1, device=a.device)
     bc = BCConfig(steps=a.bc_steps, device=a.device, log_every=100, checkpoint_every=500)
     pipeline = PipelineConfig(collision=CollisionConfig.fast(), preview_size=0, workers=a.workers,
@@ -166,7 +170,8 @@ def summary(b: Bench) -> dict:
         one = scale["scaling_c1"]["env_steps_per_s"]
         for v in scale.values():
             v["speedup_vs_1"] = round(v["env_steps_per_s"] / one, 2)
-    return {"prompt": res["prompt"], "budget_env_steps": res["budget_env_steps"], "seeds": res["seeds"],
+    return {"prompt": res["prompt"], "learner": res.get("learner"), "budget": res.get("budget"),
+            "budget_env_steps": res["budget_env_steps"], "seeds": res["seeds"],
             "ood_set": res["ood_set"], "complete": res["complete"], "arms": arms, "shape": res["shape"],
             "scaling": scale}
 

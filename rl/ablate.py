@@ -111,6 +111,8 @@ class AblationConfig:
     """Expert demonstrations the shared BC initialisation is trained on (with ``learner="bc"``: each run's)."""
     bc_seed: int = 3
     """Seed of the BC base pack and of its demonstrations (with ``learner="bc"``: of each arm's demonstrations)."""
+    cameras: tuple[str, ...] = ("front",)
+    """Cameras of the expert demonstrations, so of the policies BC trains on them (``front``, ``wrist``)."""
     learner: str = "ppoflow"
     """``ppoflow``: PPOFlow from the shared BC initialisation, ``budget_env_steps`` per run; ``bc``: BC from scratch
     per run on ``bc_demos`` expert demonstrations of the arm's own training scenes (the same count and BC steps
@@ -136,6 +138,10 @@ class AblationConfig:
             int_in(f"AblationConfig.{name}", getattr(self, name), lo, hi)
         if self.pool_size and self.pool_size < max(self.ns):
             raise ConfigError(f"AblationConfig.pool_size = {self.pool_size} is below the largest N ({max(self.ns)})")
+        cams = tuple(self.cameras)
+        object.__setattr__(self, "cameras", cams)
+        if not cams or len(set(cams)) != len(cams) or not all(c in ("front", "wrist") for c in cams):
+            raise ConfigError(f"AblationConfig.cameras = {cams!r} must list distinct cameras of front, wrist")
         if self.learner not in LEARNERS:
             raise ConfigError(f"AblationConfig.learner = {self.learner!r} must be one of {LEARNERS}")
         seeds = {"pool_seed": self.pool_seed, "ood_seed": self.ood_seed, "bc_seed": self.bc_seed}
@@ -275,7 +281,8 @@ def _bc_init(prompt: str, out: Path, cfg: AblationConfig, bc: Any, policy: Any, 
         if deadline is not None and time.time() > deadline:
             return None
         s = record_demos(str(pack.root), cfg.bc_demos, str(root / "demos"), seed=cfg.bc_seed,
-                         image_size=cfg.image_size, randomize=True, overwrite=True, progress=progress,
+                         image_size=cfg.image_size, cameras=cfg.cameras, randomize=True, overwrite=True,
+                         progress=progress,
                          workers=max(1, int(getattr(pipeline, "workers", 1) or 1)))  # the same dataset for any count
         write_atomic(root / "demos.json", json.dumps(s, indent=1, default=str), error=ConfigError)
     left = 0.0 if deadline is None else max(1.0, deadline - time.time())
@@ -381,7 +388,7 @@ def plan_ablation(prompt: str, out: str | os.PathLike, cfg: AblationConfig, *, r
         init = init or _bc_init(prompt, root, cfg, bc, policy, pipeline, cache_dir, deadline, progress)
         if init is None:
             return None
-    bc_spec = {"demos": cfg.bc_demos, "demo_seed": cfg.bc_seed, "workers": runner.eval_workers,
+    bc_spec = {"demos": cfg.bc_demos, "demo_seed": cfg.bc_seed, "workers": runner.eval_workers, "cameras": cfg.cameras,
                "config": bc, "policy": policy} if per_run_bc else {}
     ood_ids = {c["scene_id"] for c in ood.configurations}
     named = {"OOD set": ood_ids, **{f"pool {p.root}": set(p.scene_ids) for p in pools.values()}}

@@ -83,7 +83,7 @@ class ArmTask:
     recorded on the arm's scenes)."""
     bc: dict = field(default_factory=dict)
     """With ``learner="bc"``: ``demos`` (successful episodes), ``demo_seed``, ``workers`` (recording
-    processes), ``config`` (a :class:`rl.bc.BCConfig`) and ``policy`` (a FlowVLA config)."""
+    processes), ``cameras``, ``config`` (a :class:`rl.bc.BCConfig`) and ``policy`` (a FlowVLA config)."""
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -174,6 +174,7 @@ def train_arm_bc(task: ArmTask) -> dict:
     if demos is None:
         demos = record_demos(task.pool, int(spec["demos"]), str(out / "demos"),
                              seed=int(spec["demo_seed"]) + 100_003 * task.seed, image_size=task.image_size,
+                             cameras=tuple(spec.get("cameras", ("front",))),
                              dr=DRConfig() if task.dr else None,  # the expert's own step limit, as the shared BC
                              overwrite=True, progress=False, workers=int(spec.get("workers", 1)),
                              scene_ids=task.scene_ids)

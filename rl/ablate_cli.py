@@ -22,7 +22,7 @@ ABLATION = ConfigOptions("rl.ablate:AblationConfig", [
     opt("ns", flag="--n"), "seeds", "budget_env_steps", "pool_size", "pool_seed", "distractors", "instances",
     "layouts", "dr", "ood_configs", "ood_seed", "ood_tiers", "id_configs", "id_seed", "eval_repeats", "eval_dr",
     opt("max_episode_steps", flag="--max-steps"), "image_size", "qa", "bc_scenes", "bc_demos", "bc_seed",
-    opt("learner", choices="LEARNERS")])
+    "cameras", opt("learner", choices="LEARNERS")])
 RUNNER = ConfigOptions("rl.ablate:RunnerConfig", [
     opt("backend", choices="BACKENDS"), "concurrent", "gpu_fraction", "cpus_per_arm", "ray_address",
     opt("env_backend", choices=("async", "sync")), "eval_workers", "eval_device", "workers",

@@ -346,8 +346,12 @@ def test_a_bc_learner_ablation_trains_each_arm_on_demonstrations_of_its_own_scen
     from rl.data.reader import DemoDataset
 
     torch.set_num_threads(1)
+    for bad, match in (({"learner": "dqn"}, "learner"), ({"cameras": ("top",)}, "cameras"),
+                       ({"cameras": ()}, "cameras")):
+        with pytest.raises(ConfigError, match=match):
+            AblationConfig(**bad)
     cfg, kw = _tiny(tmp_path_factory)
-    cfg = dataclasses.replace(cfg, learner="bc", bc_demos=2, dr=(True,))
+    cfg = dataclasses.replace(cfg, learner="bc", bc_demos=2, dr=(True,), cameras=("front", "wrist"))
     out = tmp_path / "abl"
     with pytest.raises(ConfigError, match="drop --init"):
         run_ablation("put the banana in the bowl", out, cfg, init=str(tmp_path), **kw)
@@ -366,4 +370,5 @@ def test_a_bc_learner_ablation_trains_each_arm_on_demonstrations_of_its_own_scen
         assert r["train"]["learner"] == "bc" and r["train"]["demos"] == 2 and r["train"]["bc_steps"] == 5
         assert r["train"]["policy"] == str(run / "bc" / "policy") and r["id"]["episodes"] == 2
         assert len(ids) == n and recorded == set(ids)  # demonstrations of the arm's own scenes, all of them
+        assert ds.cameras == ["front", "wrist"]
     assert "BC from scratch" in (out / "results.md").read_text()
