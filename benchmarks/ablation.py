@@ -56,6 +56,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--bc-scenes", type=int, default=10)
     p.add_argument("--bc-demos", type=int, default=30)
     p.add_argument("--bc-steps", type=int, default=1000)
+    p.add_argument("--bc-batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=12, help="Generation workers.")
     p.add_argument("--eval-workers", type=int, default=3, help="Evaluation processes per arm.")
     p.add_argument("--no-qa", action="store_true", help="Skip QA of generated scenes.")
@@ -83,7 +84,7 @@ def configs(b: Bench):
                          image_size=a.image_size, qa=not a.no_qa, bc_scenes=a.bc_scenes, bc_demos=a.bc_demos,
                          learner=a.learner, cameras=tuple(c for c in a.cameras.split(",") if c))
     ppo = PPOFlowConfig(num_envs=a.num_envs, decisions_per_env=a.decisions_per_env, k=1, device=a.device)
-    bc = BCConfig(steps=a.bc_steps, device=a.device, log_every=100, checkpoint_every=500)
+    bc = BCConfig(steps=a.bc_steps, batch_size=a.bc_batch_size, device=a.device, log_every=100, checkpoint_every=500)
     pipeline = PipelineConfig(collision=CollisionConfig.fast(), preview_size=0, workers=a.workers,
                               time_budget_s=max(60.0, b.left() - 30))
     return cfg, ppo, bc, FlowVLAConfig(), pipeline
