@@ -3,9 +3,10 @@
 # learner that works today, behaviour cloning (issue 17) -> ablation_bc_s6.json. PPOFlow has not lifted BC in
 # the fifth session (benchmarks/README.md), so PPOFlow arms would only repeat their shared BC start; here every
 # run trains a fresh FlowVLA on 100 expert demonstrations of its own N scenes (front and wrist cameras, 64 px,
-# under the default DR, 3,000 BC steps of 128), so the number of distinct scenes is the only variable; ID (30
+# under the default DR, 2,500 BC steps of 128), so the number of distinct scenes is the only variable; ID (30
 # configurations over the arm's scenes) and OOD (40 configurations of another seed) success with 95% intervals.
-# N in 1, 5, 10, 25, 50; 2 training seeds per arm; 2 runs at a time (7 recording / evaluation processes each).
+# N in 1, 5, 10, 25, 50; 2 training seeds per arm; 3 runs at a time (5 recording / evaluation processes each);
+# estimated from the fifth session: ~80 s of demonstrations, ~160 s of BC, ~90 s of scoring per run, ~22 min in all.
 # Run from the repo root on the GPU machine after `bash ../shared/device/wheels.sh ...` built .whl/, as three
 # back-to-back calls on one warm machine, each under 10 minutes (the benchmark resumes from its state):
 #     bash benchmarks/gpu_session6.sh A; bash benchmarks/gpu_session6.sh B; bash benchmarks/gpu_session6.sh C
@@ -14,9 +15,9 @@ PH=$1
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 abl() {  # $1 budget
   timeout $(( $1 + 60 )) python3 benchmarks/ablation.py --work $W/abl6 --device cuda --budget $1 --prompt "$P" \
-    --learner bc --cameras front,wrist --n 1,5,10,25,50 --seeds 2 --bc-demos 100 --bc-steps 3000 --bc-batch-size 128 \
-    --ood-configs 40 --id-configs 30 --max-steps 300 --image-size 64 --concurrent 2 --backend process \
-    --workers 14 --eval-workers 7 --scaling '' --json $OUT/ablation_bc_s6.json >> $G/abl.log 2>&1; }
+    --learner bc --cameras front,wrist --n 1,5,10,25,50 --seeds 2 --bc-demos 100 --bc-steps 2500 --bc-batch-size 128 \
+    --ood-configs 40 --id-configs 30 --max-steps 300 --image-size 64 --concurrent 3 --backend process \
+    --workers 14 --eval-workers 5 --scaling '' --json $OUT/ablation_bc_s6.json >> $G/abl.log 2>&1; }
 case $PH in
 A) abl 540 ;;
 B) abl 540 ;;

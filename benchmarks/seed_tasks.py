@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--attempts-per-scene", type=float, default=3.0, help="graph budget per wanted scene")
     ap.add_argument("--steps-per-goal", type=int, default=150, help="expert step budget per goal (at least 400)")
     ap.add_argument("--out", type=Path, default=HERE / "seed_tasks.json")
+    ap.add_argument("--cell-workers", type=int, default=1,
+                    help="cells (task x tier) measured at a time, one process each (e.g. 14 on a 16-core machine)")
     args = ap.parse_args(argv)
     fams = families()
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()] or sorted(fams)
@@ -165,6 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     data = json.loads(args.out.read_text()) if args.out.is_file() else {}
     results: dict = data.get("results", {})
     t0 = time.time()
+    todo = []
     for task in tasks:
         for tier in tiers:
             key = f"{args.robot}/{task}/tier-{tier}"
@@ -172,16 +175,33 @@ def main(argv: list[str] | None = None) -> None:
             if old and old.get("n") == args.n and old.get("seed") == args.seed and "refused" not in old:
                 print(f"{key}: measured already, skipped", flush=True)
                 continue
-            row = run_cell(task, tier, args, args.cache_dir)
-            results[key] = {"n": args.n, "seed": args.seed, "task": task, "tier": tier, "robot": args.robot,
-                            "recipe": fams[task].tier(tier).to_dict(), **row}
-            print(f"{key}: {json.dumps({k: v for k, v in row.items() if k != 'rows'})}", flush=True)
-            data = {"qa_checks": list(QA.checks), "steps_per_goal": args.steps_per_goal,
-                    "min_steps": MIN_STEPS, "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                                        "platform": platform.platform()},
-                    "date": time.strftime("%Y-%m-%d"), "seconds_last_run": _r(time.time() - t0, 1),
-                    "results": dict(sorted(results.items()))}
-            write_atomic(args.out, json.dumps(data, indent=1) + "\n")
+            todo.append((task, tier))
+
+    def record(task: str, tier: int, row: dict) -> None:
+        key = f"{args.robot}/{task}/tier-{tier}"
+        results[key] = {"n": args.n, "seed": args.seed, "task": task, "tier": tier, "robot": args.robot,
+                        "recipe": fams[task].tier(tier).to_dict(), **row}
+        print(f"{key}: {json.dumps({k: v for k, v in row.items() if k != 'rows'})}", flush=True)
+        doc = {**data, "qa_checks": list(QA.checks), "steps_per_goal": args.steps_per_goal,
+               "min_steps": MIN_STEPS, "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                                                   "platform": platform.platform()},
+               "date": time.strftime("%Y-%m-%d"), "seconds_last_run": _r(time.time() - t0, 1),
+               "results": dict(sorted(results.items()))}
+        write_atomic(args.out, json.dumps(doc, indent=1) + "\n")
+
+    if args.cell_workers > 1 and len(todo) > 1:  # the costliest cells (highest tiers) first
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        todo.sort(key=lambda c: -c[1])
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(min(args.cell_workers, len(todo)), mp_context=ctx) as ex:
+            futs = {ex.submit(run_cell, task, tier, args, args.cache_dir): (task, tier) for task, tier in todo}
+            for f in as_completed(futs):
+                record(*futs[f], f.result())
+    else:
+        for task, tier in todo:
+            record(task, tier, run_cell(task, tier, args, args.cache_dir))
     print(table({k: v for k, v in sorted(results.items()) if v.get("robot") == args.robot}))
     print(f"wrote {args.out}")
 
