@@ -34,6 +34,7 @@ from torch import nn
 
 from rl.policies.noise import NoiseNet, NoisyFlow, cat_embeddings, pooled, take_embedding
 from rl.ppoflow_guards import PPOFlowError, ratio_guard, strict_numerics
+from rl.ppoflow_math import gae, grad_agreement
 from rl.rollout import ChunkVec, RayChunkVec, concat_obs, make_rollout_vec, stack_obs, take_obs
 from scenegen.errors import ConfigError
 from scenegen.fileio import write_atomic
@@ -136,6 +137,9 @@ class PPOFlowConfig:
     strict_fp32: bool = True
     """No TF32 and no transformer inference fast path while training, so updates rescore chains as rollouts
     scored them (on an H200 both moved first-minibatch ratios of a float32 FlowVLA by up to 4%)."""
+    grad_diag: bool = False
+    """Log how well each rollout's policy gradient agrees with itself (``pg_grad_cos`` of two random halves,
+    ``pg_grad_snr`` of the whole batch; :func:`rl.ppoflow_math.grad_agreement`): one more pass per update."""
 
     def __post_init__(self) -> None:
         checks = {"num_envs": self.num_envs >= 1, "decisions_per_env": self.decisions_per_env >= 1,
@@ -179,26 +183,6 @@ class Critic(nn.Module):
             priv = torch.as_tensor(np.asarray(obs["privileged"]), dtype=torch.float32, device=feat.device)
             feat = torch.cat([feat, priv.reshape(len(feat), -1)], 1)
         return self.head(feat).squeeze(-1)
-
-
-# ---------------------------------------------------------------------- advantages over macro-actions
-def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, steps: np.ndarray,
-        terminated: np.ndarray, ended: np.ndarray, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """GAE over decisions ``(T, N)``; returns ``(advantages, returns)``.
-
-    ``next_values[t]`` is the value of the observation after decision t: the next decision's
-    observation, or, where the episode was truncated, its true final observation. A decision
-    of ``steps[t]`` env steps discounts it by ``gamma ** steps[t]``; termination drops it, and
-    any episode end (``ended``) stops the advantage from flowing back across the reset.
-    """
-    adv = np.zeros_like(values, dtype=np.float64)
-    last = np.zeros(values.shape[1:])
-    for t in reversed(range(len(rewards))):
-        g = gamma ** steps[t]
-        delta = rewards[t] + g * (1.0 - terminated[t]) * next_values[t] - values[t]
-        last = delta + g * lam * (1.0 - ended[t]) * last
-        adv[t] = last
-    return adv, adv + values
 
 
 # ---------------------------------------------------------------------- checkpoints and logs
@@ -410,6 +394,9 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         terms = agent.logprob_terms(b_chain)  # 1 unless normalised: the chain's log-ratio is this times the mean
         stopped_early, n_batch = False, N * T
         guard = ratio_guard(agent, cfg.ratio_guard_tol, buf_obs[0], b_z, b_chain[:N], b_logp[:N], iteration)
+        diag = grad_agreement(agent, flat_obs, b_z, b_chain, b_adv, optim.param_groups[0]["params"],
+                              np.random.default_rng([cfg.seed, iteration]), cfg.minibatch_size) \
+            if cfg.grad_diag and not warmup else {}
         for epoch in range(cfg.update_epochs):
             order = rng.permutation(n_batch)
             for b, start in enumerate(range(0, n_batch, cfg.minibatch_size)):
@@ -482,7 +469,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                "early_stop": stopped_early, "critic_warmup": warmup, "lr_actor": optim.param_groups[0]["lr"],
                "env_steps_per_s": rollout_steps / max(t_env + t_pol, 1e-9),
                "decisions_per_s": n_batch / max(t_env + t_pol, 1e-9),
-               "time_env_s": t_env, "time_policy_s": t_pol, "time_update_s": t_update}
+               "time_env_s": t_env, "time_policy_s": t_pol, "time_update_s": t_update, **diag}
         _save(ckpt_path, {"config": dataclasses.asdict(cfg), "iteration": iteration, "env_steps": env_steps,
                           "agent": agent.state_dict(), "critic": critic.state_dict(), "optim": optim.state_dict(),
                           "gen": gen.get_state(), "row": row})

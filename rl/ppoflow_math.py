@@ -1,0 +1,80 @@
+"""PPOFlow's numerics outside its training loop: GAE over macro-actions, and the policy gradient's agreement.
+
+:func:`grad_agreement` answers whether a rollout holds enough episodes for its policy gradient to point
+somewhere: the cosine between the gradients of two random halves of the batch. With a true gradient g and
+per-decision noise of energy v, a half of n/2 decisions has E[cos] ~ |g|^2 / (|g|^2 + 2v/n), so the whole
+batch's signal-to-noise energy ratio is about 2c / (1 - c) (``pg_grad_snr``): below 1 the update is mostly
+noise, and a batch k times larger raises it k times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from rl.policies.noise import take_embedding
+from rl.rollout import take_obs
+
+
+def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, steps: np.ndarray,
+        terminated: np.ndarray, ended: np.ndarray, gamma: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """GAE over decisions ``(T, N)``; returns ``(advantages, returns)``.
+
+    ``next_values[t]`` is the value of the observation after decision t: the next decision's
+    observation, or, where the episode was truncated, its true final observation. A decision
+    of ``steps[t]`` env steps discounts it by ``gamma ** steps[t]``; termination drops it, and
+    any episode end (``ended``) stops the advantage from flowing back across the reset.
+    """
+    adv = np.zeros_like(values, dtype=np.float64)
+    last = np.zeros(values.shape[1:])
+    for t in reversed(range(len(rewards))):
+        g = gamma ** steps[t]
+        delta = rewards[t] + g * (1.0 - terminated[t]) * next_values[t] - values[t]
+        last = delta + g * lam * (1.0 - ended[t]) * last
+        adv[t] = last
+    return adv, adv + values
+
+
+def grad_agreement(agent: Any, obs: dict, z: Any, chain: torch.Tensor, adv: torch.Tensor,
+                   params: Sequence[torch.Tensor], rng: np.random.Generator, chunk: int) -> dict[str, float]:
+    """Cosine between the vanilla policy gradients of two random halves of a rollout batch.
+
+    Args:
+        agent: the :class:`~rl.policies.noise.NoisyFlow` whose stored chains are rescored.
+        obs: the batch's observations (flattened over decisions).
+        z: the rollout's embeddings when the encoder is frozen (reused), else None (re-embedded).
+        chain: the stored chains, one per decision.
+        adv: the batch's advantages, one per decision (each half normalised on its own, as minibatches are).
+        params: the parameters whose gradient is compared (the actor's).
+        rng: draws the split.
+        chunk: decisions per forward pass.
+
+    Returns:
+        ``pg_grad_cos`` (the cosine), ``pg_grad_snr`` (the whole batch's implied signal-to-noise energy ratio,
+        0 when the cosine is not positive) and ``pg_grad_norm`` (the norm of the two halves' mean gradient).
+
+    """
+    params = [p for p in params if p.requires_grad]
+    order = rng.permutation(len(adv))
+    halves = (order[: len(order) // 2], order[len(order) // 2:])
+    flat = []
+    for half in halves:
+        idx = torch.as_tensor(half, device=adv.device)
+        a = adv[idx]
+        a = (a - a.mean()) / (a.std() + 1e-8)
+        acc = [torch.zeros_like(p) for p in params]
+        for s in range(0, len(idx), chunk):
+            part = idx[s:s + chunk]
+            emb = take_embedding(z, part) if z is not None else agent.embed(take_obs(obs, part.cpu().numpy()))
+            loss = -(a[s:s + chunk] * agent.log_prob(emb, chain[part])[0]).sum() / len(idx)
+            for g, x in zip(acc, torch.autograd.grad(loss, params, allow_unused=True), strict=True):
+                if x is not None:
+                    g += x
+        flat.append(torch.cat([g.reshape(-1) for g in acc]).double())
+    ga, gb = flat
+    cos = float(ga @ gb / (ga.norm() * gb.norm()).clamp_min(1e-30))
+    snr = 0.0 if cos <= 0 else 2 * cos / (1 - cos) if cos < 1 else float("inf")
+    return {"pg_grad_cos": cos, "pg_grad_snr": snr, "pg_grad_norm": float(((ga + gb) / 2).norm())}
