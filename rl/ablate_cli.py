@@ -30,7 +30,7 @@ RUNNER = ConfigOptions("rl.ablate:RunnerConfig", [
 PPO = ConfigOptions("rl.ppoflow:PPOFlowConfig", [
     "num_envs", "decisions_per_env", "k", "action_steps", "device", "gamma", "clip_eps", "lr_actor", "lr_noise",
     "lr_critic", "sigma_min", "sigma_max", "update_epochs", "minibatch_size", "target_kl", "progress_reward",
-    "critic_warmup_iters", "freeze_encoder", "adaptive_lr", "critic_privileged", "amp"])
+    "critic_warmup_iters", "critic_after_stop", "freeze_encoder", "adaptive_lr", "critic_privileged", "amp"])
 BC = ConfigOptions("rl.bc:BCConfig", [opt("steps", flag="--bc-steps", name="bc_steps", default=2000),
                                       opt("batch_size", flag="--bc-batch-size", name="bc_batch_size"),
                                       opt("lr", flag="--bc-lr", name="bc_lr")])

@@ -126,6 +126,9 @@ class PPOFlowConfig:
     it cannot tell a fresh start from one about to be cut off; ``train ppoflow`` sets it). None: no time input."""
     critic_warmup_iters: int = 0
     """First iterations that train only the critic (the policy is kept as initialised)."""
+    critic_after_stop: bool = True
+    """When the KL stop ends the policy's update, the critic trains on through the remaining minibatches and
+    epochs (value loss only): the stop is the policy's trust region, not the critic's."""
     freeze_encoder: bool = False
     """Keep the observation encoder fixed and reuse the rollout's embeddings in the update (faster)."""
     ratio_guard_tol: float = 1e-5
@@ -392,7 +395,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         stats: dict[str, list[float]] = {k: [] for k in ("pg_loss", "value_loss", "entropy", "approx_kl",
                                                          "approx_kl_chain", "clip_frac", "ratio_mean", "ratio_max_dev")}
         terms = agent.logprob_terms(b_chain)  # 1 unless normalised: the chain's log-ratio is this times the mean
-        stopped_early, n_batch = False, N * T
+        stopped_early, n_batch = False, N * T  # stopped_early and critic_after_stop: only the critic trains on
         guard = ratio_guard(agent, cfg.ratio_guard_tol, buf_obs[0], b_z, b_chain[:N], b_logp[:N], iteration)
         diag = grad_agreement(agent, flat_obs, b_z, b_chain, b_adv, optim.param_groups[0]["params"],
                               np.random.default_rng([cfg.seed, iteration]), cfg.minibatch_size) \
@@ -423,11 +426,15 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                     if not torch.isfinite(val):
                         raise PPOFlowError(f"iteration {iteration}, epoch {epoch}, minibatch {b}: the {name} loss is "
                                            f"{val.item()}; stopped, last good checkpoint kept: {ckpt_path}")
-                loss = cfg.vf_coef * v_loss if warmup else pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent_mean
+                value_only = warmup or stopped_early
+                loss = cfg.vf_coef * v_loss if value_only else pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent_mean
                 optim.zero_grad(set_to_none=True)
                 loss.backward()
                 nn.utils.clip_grad_norm_([p for g in optim.param_groups for p in g["params"]], cfg.max_grad_norm)
                 optim.step()
+                if stopped_early:  # the policy is frozen for this update: its statistics stay those it stopped at
+                    stats["value_loss"].append(v_loss.item())
+                    continue
                 with torch.no_grad():
                     kl = ((ratio - 1) - logratio).mean().item()
                     lr_chain = (logratio * terms).clamp(-30.0, 30.0)
@@ -441,8 +448,9 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                 if not warmup and ((cfg.target_kl is not None and kl_chain > cfg.target_kl)
                                    or (cfg.ratio_stop is not None and dev_max > cfg.ratio_stop)):
                     stopped_early = True
-                    break
-            if stopped_early:
+                    if not cfg.critic_after_stop:
+                        break
+            if stopped_early and not cfg.critic_after_stop:
                 break
         t_update = time.perf_counter() - t_up
         if cfg.adaptive_lr and not warmup and stats["approx_kl_chain"]:

@@ -27,7 +27,7 @@ PPO = ConfigOptions("rl.ppoflow:PPOFlowConfig", [
     "num_envs", opt("total_env_steps", flag="--steps"), "k", "ft_steps", "action_steps", "decisions_per_env",
     "device", "seed", "gamma", "clip_eps", "ratio_power", "lr_actor", "lr_noise", "lr_critic", "sigma_min",
     "sigma_max", "ent_coef", "update_epochs", "minibatch_size", "target_kl", "progress_reward", "critic",
-    "critic_warmup_iters", "freeze_encoder", "normalize_logprob", "score_executed", "adaptive_lr",
+    "critic_warmup_iters", "critic_after_stop", "freeze_encoder", "normalize_logprob", "score_executed", "adaptive_lr",
     "critic_privileged", "amp", "grad_diag"])
 
 

@@ -67,3 +67,18 @@ def test_the_diagnostic_is_logged_and_leaves_training_unchanged(tmp_path):
     assert all(-1 <= r["pg_grad_cos"] <= 1 and r["pg_grad_snr"] >= 0 and r["pg_grad_norm"] > 0 for r in rows)
     off = json.loads((tmp_path / "runFalse" / "metrics.jsonl").read_text().splitlines()[0])
     assert "pg_grad_cos" not in off
+
+
+def test_the_critic_trains_on_after_the_policy_s_kl_stop(tmp_path):
+    cfg = PPOFlowConfig(num_envs=4, decisions_per_env=8, total_env_steps=10_000, minibatch_size=8, lr_actor=1e-3,
+                        target_kl=1e-12, update_epochs=3)  # every update stops after its first minibatch
+    outs = {}
+    for on in (False, True):
+        pol = bc_policy(steps=50)
+        c = dataclasses.replace(cfg, critic_after_stop=on)
+        outs[on] = ppoflow.train(c, pol, envs(4, c, pol), tmp_path / f"run{on}", progress=False, max_iterations=1)
+        assert outs[on]["last"]["early_stop"]
+    a, b = (outs[k]["agent"].state_dict() for k in (False, True))
+    assert all(torch.equal(a[k], b[k]) for k in a)  # the policy took the same single step
+    ca, cb = (outs[k]["critic"].state_dict() for k in (False, True))
+    assert any(not torch.equal(ca[k], cb[k]) for k in ca)  # the critic took more
