@@ -168,7 +168,8 @@ def train_arm_bc(task: ArmTask) -> dict:
 
     out = Path(task.folder)
     spec = task.bc
-    spent = (_read(out / "train_time.json") or {}).get("seconds", 0.0)
+    times = _read(out / "train_time.json") or {}
+    spent, bc_spent = times.get("seconds", 0.0), times.get("bc_seconds", 0.0)
     t0 = time.perf_counter()
     demos = _read(out / "demos.json")
     if demos is None:
@@ -183,16 +184,18 @@ def train_arm_bc(task: ArmTask) -> dict:
     cfg: BCConfig = dataclasses.replace(spec["config"], seed=task.seed,
                                         time_limit_s=0.0 if left is None else max(1.0, left))
     policy: FlowVLAConfig = spec["policy"]
+    t_bc = time.perf_counter()
     s = train_bc(out / "demos", out / "bc", policy, cfg, resume=True, progress=False)
     spent += time.perf_counter() - t0
-    _write(out / "train_time.json", {"seconds": spent})
+    bc_spent += time.perf_counter() - t_bc
+    _write(out / "train_time.json", {"seconds": spent, "bc_seconds": bc_spent})
     cuda = str(s.get("device", "")).startswith("cuda")
     row = {"status": "finished" if s["done"] else "unfinished", "learner": "bc", "iterations": s["steps"],
            "env_steps": int(demos["frames"]), "budget_env_steps": None, "demos": int(demos["saved"]),
            "demo_attempts": int(demos["attempts"]), "bc_steps": cfg.steps, "dr": task.dr,
-           "scene_ids": len(task.scene_ids), "train_seconds": round(spent, 2), "device": s.get("device"),
-           "gpu_fraction": task.gpu_fraction if cuda else 0.0,
-           "gpu_minutes": round(spent * task.gpu_fraction / 60, 3) if cuda else 0.0,
+           "scene_ids": len(task.scene_ids), "train_seconds": round(spent, 2), "bc_seconds": round(bc_spent, 2),
+           "device": s.get("device"), "gpu_fraction": task.gpu_fraction if cuda else 0.0,
+           "gpu_minutes": round(bc_spent * task.gpu_fraction / 60, 3) if cuda else 0.0,  # BC's wall, not the demos'
            "loss_last": s.get("loss_last"), "policy": s.get("policy")}
     if s["done"]:
         _write(out / "train.json", row)

@@ -369,6 +369,7 @@ def test_a_bc_learner_ablation_trains_each_arm_on_demonstrations_of_its_own_scen
         r = json.loads((run / "result.json").read_text())
         assert r["train"]["learner"] == "bc" and r["train"]["demos"] == 2 and r["train"]["bc_steps"] == 5
         assert r["train"]["policy"] == str(run / "bc" / "policy") and r["id"]["episodes"] == 2
+        assert 0 < r["train"]["bc_seconds"] <= r["train"]["train_seconds"] and r["train"]["gpu_minutes"] == 0.0
         assert len(ids) == n and recorded == set(ids)  # demonstrations of the arm's own scenes, all of them
         assert ds.cameras == ["front", "wrist"]
     assert "BC from scratch" in (out / "results.md").read_text()
