@@ -251,14 +251,14 @@ class FlipSkill(MugLand, MugStand, MugTurn):
         self.axis_xy = self.point[:2] + g.approach[:2] * g.lever  # the mug's axis, to put it back there
         base = np.asarray(w.scene.robot_base.position[:2], dtype=float)
         plan = plan_flip(ctrl, g, mug_vertices(w, self.node), base, BACKOFF, self.hover, self.table, turn,
-                         other_boxes(w, self.node))
+                         other_boxes(w, self.node), carry=self._carry_table())
         self.yaw = plan.yaw if plan.yaw is not None else closing_yaw(g.axis, ctrl.target_yaw, ctrl.home_yaw)
         if plan.turn is None and plan.yaw is None:  # nothing reached on the twin: the approach alone decides
             self.yaw = pick_swing_yaw(ctrl, g, pinch_yaws(g, ctrl.target_yaw, ctrl.home_yaw), self.swing0, BACKOFF,
                                       self.hover)
         self.turns += plan.turn is not None
         self.home_first = plan.home and plan.turn is None
-        self._plan_turn(plan.turn)
+        self._plan_turn(plan.turn, plan.shift, plan.rise)
 
     # ------------------------------------------------------------------ helpers
     def _set(self, phase: str) -> None:

@@ -19,7 +19,9 @@ two poses counting as a failure) with :func:`scenegen.tasks.swingcheck.reaches`,
 - else what :func:`~scenegen.tasks.mugturn.turn_plan` picks (the flip as before).
 
 Each choice keeps the arm's links (lead-in included) :data:`~scenegen.tasks.armclear.ARM_MARGIN` clear of the
-other objects too: when none does, the fixed turn is made, as when nothing is reached.
+other objects too: when none does, the fixed turn is made, as when nothing is reached. On the retry of a flip that
+could not reach above the handle, the turn may first carry the mug to a spot whose flip is reached
+(:mod:`scenegen.tasks.mugshift`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy as np
 
 from scenegen.rotations import quat_matrix
 from scenegen.sim.control import compose_orientation, wrap
+from scenegen.tasks.mugshift import carry_rise, shift_plan
 from scenegen.tasks.mugturn import SIDEWAYS, HandleGrasp, turn_plan
 from scenegen.tasks.plan import YAW_RANGE
 from scenegen.tasks.swingcheck import approach_path, reaches
@@ -67,6 +70,10 @@ class FlipPlan:
     """The dry run reached the whole flip."""
     home: bool = False
     """The flip is reached from the arm's home pose, not from where the arm is: go home first."""
+    shift: np.ndarray | None = None
+    """How far (world xy, m) the turn carries the mug first (:mod:`scenegen.tasks.mugshift`); None: nowhere."""
+    rise: float = 0.0
+    """How much higher (m) the carried mug is lifted, over what lies on the way (:mod:`scenegen.tasks.mugshift`)."""
 
 
 def horizontal_swing(approach: np.ndarray) -> np.ndarray:
@@ -220,7 +227,7 @@ def _off(hg: HandleGrasp, base_xy: np.ndarray) -> float:
 
 
 def plan_flip(ctrl: Any, hg: HandleGrasp, verts: np.ndarray, base_xy: np.ndarray, backoff: float, hover: float,
-              table: float, turn: bool = True, boxes: list | None = None) -> FlipPlan:
+              table: float, turn: bool = True, boxes: list | None = None, carry: tuple | None = None) -> FlipPlan:
     """How to flip the mug of ``hg`` (see the module): no turn, a dry-run-checked turn, or the fixed turn.
 
     Args:
@@ -233,11 +240,26 @@ def plan_flip(ctrl: Any, hg: HandleGrasp, verts: np.ndarray, base_xy: np.ndarray
         table: the table's height (m).
         turn: whether a turn may come first.
         boxes: the other objects' world AABBs, which the swinging mug must miss (:func:`other_boxes`).
+        carry: the table's world box ``(lo, hi)`` when the turn may carry the mug elsewhere first, else None (the
+            flip gives it on the retry of a flip that could not reach the handle: the dry run is stricter than the
+            world, and a first attempt often works).
 
     Every choice keeps the arm's links clear of ``boxes`` too (:mod:`scenegen.tasks.armclear`): a flip whose arm
     would come near another object counts as not reached (letting it come near, as before, knocked neighbours over).
+    When none is reached, a turn may come first and ``carry``, the turn may carry the mug to a spot whose flip is
+    (:mod:`scenegen.tasks.mugshift`).
     """
-    return _plan(ctrl, hg, verts, base_xy, backoff, hover, table, turn, boxes, bool(boxes))
+    got = _plan(ctrl, hg, verts, base_xy, backoff, hover, table, turn, boxes, bool(boxes))
+    if got.reached or not turn or carry is None:
+        return got
+    boxes = boxes or []
+    moved = shift_plan(_plan, ctrl, hg, verts, base_xy, backoff, hover, table, boxes, carry)
+    if moved is None:
+        return got
+    top = moved[0].turn or (closing_yaw(hg.axis, ctrl.target_yaw, ctrl.home_yaw), 0.0)  # a carry alone
+    verts = np.asarray(verts, dtype=float)
+    rise = carry_rise(verts.min(axis=0), verts.max(axis=0), moved[1], boxes, table)
+    return replace(moved[0], turn=top, shift=moved[1], rise=rise, home=False)
 
 
 def _plan(ctrl: Any, hg: HandleGrasp, verts: np.ndarray, base_xy: np.ndarray, backoff: float, hover: float,

@@ -89,11 +89,28 @@ class MugTurn:
     max_turns = 2
     """Turns of one mug a flip may make before pinching it horizontally (a turn that fell short gets another)."""
 
-    def _plan_turn(self, plan: tuple[float, float] | None) -> None:
-        """Start with a turn ``plan`` of :func:`turn_plan` (None: none): a top-down pinch of the handle's bar."""
-        self.turn = plan
+    def _plan_turn(self, plan: tuple[float, float] | None, shift: np.ndarray | None = None, rise: float = 0.0) -> None:
+        """Start with a turn ``plan`` of :func:`turn_plan` (None: none): a top-down pinch of the handle's bar.
+
+        ``shift`` (world xy, m): how far the hand carries the mug while it turns, ``rise`` (m) how much higher than
+        the turn's own lift (:mod:`scenegen.tasks.mugshift`).
+        """
+        self.turn, self.rise = plan, float(rise)
+        self.shift = np.zeros(2) if shift is None else np.asarray(shift, dtype=float)
         if plan is not None:
             self.yaw, self.point = plan[0], self.hg.point + np.array([0.0, 0.0, 0.01])
+
+    def _carry_table(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The table's world box when the turn may carry the mug elsewhere first (:mod:`scenegen.tasks.mugshift`).
+
+        Only on the retry of a flip of this mug that could not reach above its handle (else None): a first try often
+        works where the dry run reaches nothing, and a carry after another failure (a missed grasp) crowded a neighbour.
+        """
+        last = getattr(getattr(self.ex, "flip", None), "failure", None)
+        if last != f"could not reach above the handle of {self.node}":
+            return None
+        w = self.env.world
+        return w.aabb(w.scene.graph.support_id)
 
     def _retry_descent(self) -> bool:
         """After a blocked descent toward the handle: set up a retry (True), else False.
@@ -130,22 +147,23 @@ class MugTurn:
             self._fail(f"{self.node} dropped while turning it")
             return None
         if self.phase == "lift":
-            self.lift_z = self.point[2] + 0.02
+            self.lift_z = self.point[2] + 0.02 + self.rise
             if pos[2] > self.lift_z - ex.cfg.pos_tol:
                 self.turn_xy0 = ctrl.target_pos[:2].copy()
                 self._set("turn")
                 return None
             return self._move(np.array([*ctrl.target_pos[:2], self.lift_z]), y0, True, ex.cfg.carry_speed)
-        if self.phase == "turn":  # the hand circles the mug's axis while it turns, so the mug turns in place
+        if self.phase == "turn":  # the hand circles the mug's axis while it turns (and carries it along its shift)
             done = wrap(ctrl.target_yaw - y0)
             nxt = done + math.copysign(min(0.12, abs(turn - done)), turn - done)
             c, s = math.cos(nxt), math.sin(nxt)
             r = self.turn_xy0 - self.axis_xy
-            xy = self.axis_xy + np.array([c * r[0] - s * r[1], s * r[0] + c * r[1]])
+            frac = abs(nxt / turn) if abs(turn) > 1e-6 else 1.0  # the carry keeps pace with the turn
+            xy = self.axis_xy + frac * self.shift + np.array([c * r[0] - s * r[1], s * r[0] + c * r[1]])
             if abs(turn - done) < ex.cfg.yaw_tol and ex._reached(np.array([*xy, self.lift_z])):
                 self._set("lower")
                 return None
-            return self._move(np.array([*xy, self.lift_z]), y0 + nxt, True, 0.6)
+            return self._move(np.array([*xy, self.lift_z]), y0 + nxt, True, 0.3 if self.shift.any() else 0.6)
         if self.phase == "lower":
             return self._lower(np.zeros(3), ctrl.target_pos[:2])
         if self.phase == "release":
