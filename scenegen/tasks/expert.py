@@ -29,8 +29,8 @@ from scenegen.graph import Goal
 from scenegen.relations import z_range
 from scenegen.sim.control import matrix_rotvec, rotvec_matrix, wrap
 from scenegen.tasks.bimanual import MultiArmExpert
-from scenegen.tasks.carry import anchor_xy, descent_target, stand_swing, stand_up, tilted, turned_yaw
-from scenegen.tasks.drag import DragSkill, maybe_drag
+from scenegen.tasks.carry import anchor_xy, descent_target, stand_swing, stand_up, steady, tilted, turned_yaw
+from scenegen.tasks.drag import DragSkill, GoalQueue, maybe_drag
 from scenegen.tasks.flip import FlipSkill, flip_kind, stay_goals
 from scenegen.tasks.plan import (
     INSERT_RESERVE,
@@ -110,15 +110,14 @@ class ScriptedExpert:
         self.failure: str | None = None
         self.grasp: Grasp | None = None
         self.target: Placement | None = None
-        self.carry_z = 0.0
-        self.carry_yaw = 0.0
+        self.carry_z = self.carry_yaw = 0.0
         self.swing: np.ndarray | None = None
         self.reserve = 0.0
         self.upright = False
         self.flip: FlipSkill | None = None
         self.drag: DragSkill | None = None
-        self._last_width = math.inf
-        self._last_z = math.inf
+        self.queue = GoalQueue()  # goals put off until the others are handled (scenegen.tasks.blocked)
+        self._last_width = self._last_z = math.inf
         self._stall = 0
 
     @property
@@ -176,8 +175,8 @@ class ScriptedExpert:
         if self.tries < self.cfg.attempts:
             return self._set("reopen")
         self.failure = self.failure or why  # the first goal given up names the episode's failure
-        if self.cfg.skip_failed and self.goal_index + 1 < len(self.goals):
-            self.goal_index, self.tries = self.goal_index + 1, 0
+        if self.cfg.skip_failed and (nxt := self.queue.after(self.goal_index, len(self.goals))) < len(self.goals):
+            self.goal_index, self.tries = nxt, 0
             return self._set("reopen")
         self._set("failed")
 
@@ -231,8 +230,8 @@ class ScriptedExpert:
                 self._set("approach")
                 return None
             return self._move(wp, ctrl.target_yaw, False)
-        self.grasp = plan_grasp(w, node, w.robot.max_opening, ctrl.home_yaw, self.reserve) if self.phase in (
-            "approach", "descend") else self.grasp
+        self.grasp = steady(self, plan_grasp(w, node, w.robot.max_opening, ctrl.home_yaw, self.reserve)) if \
+            self.phase in ("approach", "descend") else self.grasp
         g = self.grasp
         if self.phase == "approach":
             wp = np.array([g.point[0], g.point[1], max(hover_z, g.point[2] + 0.05)])
@@ -360,6 +359,7 @@ class ScriptedExpert:
     def _plan(self) -> np.ndarray | None:
         w = self.env.world
         goals = self.goals
+        self.queue.revisit(self, len(goals))
         while self.goal_index < len(goals) and goals[self.goal_index].is_state:
             g = goals[self.goal_index]
             if not world_goal_holds(w, g):

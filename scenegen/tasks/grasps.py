@@ -45,6 +45,12 @@ PAD_STEP = 0.002
 """Spacing (m) of the cuts across a long object under the pads."""
 PAD_TAPER = 0.002
 """Largest difference (m) between the widest and the narrowest section under the pads of a pinch."""
+SECTION_SLACK = 0.012
+"""Least opening (m) a pinch across a long object leaves beyond its section's width."""
+ROUND_SLACK = 0.005
+"""Least opening (m) beyond the section's width of a pinch across a tall object lying on its side (a bottle): its
+round flank guides a finger landing on its edge down beside it, and a wide bottle pinched higher, for want of
+room, is squeezed out of the fingers (a 7.3 cm bottle was flung off the table)."""
 FLAT_CLEARANCE = 0.008
 """Lowest grasp-target height (m) above the table for an object (or section) whose top is lower than
 :data:`TABLE_CLEARANCE` (a washer): the pads must reach down to its edge, the fingertips skimming the table."""
@@ -132,6 +138,19 @@ def is_long(asset: Asset, pose: Pose) -> bool:
     return ext[0] >= LONG_RATIO * ext[1] and abs(float(quat_matrix(pose.orientation)[2, 0])) < 0.5
 
 
+def lying_axis(asset: Asset, pose: Pose) -> int | None:
+    """The asset axis (0: x, 2: z) along which a long object lies horizontally, or None when it does not lie long.
+
+    x for a long object (:func:`is_long`); z for a tall one lying on its side (a bottle knocked over: its
+    upright grasp hint would pinch it above its equator, or across a vertical axis).
+    """
+    if is_long(asset, pose):
+        return 0
+    ext = asset.extents
+    tall = ext[2] >= LONG_RATIO * max(ext[0], ext[1])
+    return 2 if tall and abs(float(quat_matrix(pose.orientation)[2, 2])) < 0.5 else None
+
+
 def _plane_section(verts: np.ndarray, faces: np.ndarray, normal: np.ndarray, origin: np.ndarray) -> np.ndarray:
     """Points where the mesh's edges cross the plane (normal, origin); empty (0 x 3) when none do."""
     d = (verts - origin) @ normal
@@ -166,14 +185,15 @@ def section_grasp(asset: Asset, pose: Pose, table: float, opening: float,
 
 
 def section_grasps(asset: Asset, pose: Pose, table: float, opening: float,
-                   reserve: float = 0.0) -> tuple[tuple[np.ndarray, np.ndarray, float], ...]:
+                   reserve: float = 0.0, axis: int = 0) -> tuple[tuple[np.ndarray, np.ndarray, float], ...]:
     """Every pinch across a long object that :func:`section_grasp` accepts, nearest the centre of mass first.
 
     Stations are 4 mm apart; the expert takes a farther one when the open gripper would come down on a
-    neighbour at the nearest (:mod:`scenegen.tasks.clearance`).
+    neighbour at the nearest (:mod:`scenegen.tasks.clearance`). ``axis``: the asset axis the object is long
+    along (see :func:`lying_axis`).
     """
-    return _cached(_pose_key(asset, pose, table, opening, reserve),
-                   lambda: _section(asset, pose, table, opening, reserve))
+    return _cached(_pose_key(asset, pose, table, opening, reserve, axis),
+                   lambda: _section(asset, pose, table, opening, reserve, axis))
 
 
 def heavy_end(asset: Asset, pose: Pose) -> np.ndarray:
@@ -191,14 +211,14 @@ def _cut(meshes: list[tuple[np.ndarray, np.ndarray]], u: np.ndarray, origin: np.
 
 
 def _section(asset: Asset, pose: Pose, table: float, opening: float,
-             reserve: float) -> tuple[tuple[np.ndarray, np.ndarray, float], ...]:
+             reserve: float, axis: int = 0) -> tuple[tuple[np.ndarray, np.ndarray, float], ...]:
     meshes = touch_meshes(asset)
     if grasp_mesh(asset) is None:
         return ()
     rot, pos = quat_matrix(pose.orientation), np.asarray(pose.position, dtype=float)
     meshes = [(v @ rot.T + pos, f) for v, f in meshes]
     verts = meshes[0][0]
-    u = np.array([rot[0, 0], rot[1, 0], 0.0])
+    u = np.array([rot[0, axis], rot[1, axis], 0.0])
     if np.linalg.norm(u) < 1e-6:
         return ()
     u /= np.linalg.norm(u)
@@ -222,6 +242,7 @@ def _section(asset: Asset, pose: Pose, table: float, opening: float,
         return cuts[k]
 
     reach = round(PAD_HALF / PAD_STEP)
+    slack = SECTION_SLACK if axis == 0 else ROUND_SLACK
     steps = np.arange(0.0, 0.4 * length, 0.004)
     found = []
     for off in sorted({float(s) for s in np.concatenate([steps, -steps])}, key=lambda s: (abs(s), s)):
@@ -236,7 +257,7 @@ def _section(asset: Asset, pose: Pose, table: float, opening: float,
         # edges), or the fingers close on a flare's corner (a fork's neck) and squeeze the object out
         left, right = min(c[0] for c in span), max(c[1] for c in span)
         width = right - left
-        if width > opening - 0.012 or width - min(c[1] - c[0] for c in span) > PAD_TAPER:
+        if width > opening - slack or width - min(c[1] - c[0] for c in span) > PAD_TAPER:
             continue
         z_lo, z_hi = own[2], own[3]
         # the pads (from the fingertips up) must overlap the section, the fingertips clear of the table

@@ -24,7 +24,7 @@ from scenegen.sim.control import wrap
 from scenegen.sim.world import World
 from scenegen.tasks.bins import flat_axes, holder, raised, slot_drop, surface_under, wall_gap
 from scenegen.tasks.clearance import clearest
-from scenegen.tasks.grasps import grasp_mesh, is_long, lowest_target, rim_grasp, section_grasps
+from scenegen.tasks.grasps import grasp_mesh, is_long, lowest_target, lying_axis, rim_grasp, section_grasps
 from scenegen.tasks.spots import across_rim, free_spot
 from scenegen.tasks.tracker import node_body
 
@@ -84,8 +84,9 @@ def plan_grasp(world: World, node: str, max_opening: float, home_yaw: float, res
     pose = world.pose(node)
     rot = quat_matrix(pose.orientation)
     ext = np.asarray(asset.extents, dtype=float)
-    table = surface_under(world, pose, ext)
-    if is_long(asset, pose) and (sections := section_grasps(asset, pose, table, max_opening, reserve)):
+    table = surface_under(world, pose, ext, node)
+    axis = lying_axis(asset, pose)
+    if axis is not None and (sections := section_grasps(asset, pose, table, max_opening, reserve, axis)):
         return _clear_section(world, node, sections, max_opening, home_yaw)
     rim = None
     if not is_long(asset, pose) and min(ext[0], ext[1]) > max_opening - 0.008:
