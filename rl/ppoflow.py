@@ -407,22 +407,25 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                 tidx = torch.as_tensor(idx, device=dev)
                 mb_obs = take_obs(flat_obs, idx)
                 z = take_embedding(b_z, tidx) if b_z is not None else agent.embed(mb_obs)
-                new_lp, ent = agent.log_prob(z, b_chain[tidx])
-                logratio = new_lp - b_logp[tidx]
-                ratio = logratio.exp()
-                mb_adv = b_adv[tidx]
-                if cfg.norm_adv and len(idx) > 1:
-                    mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
-                r = (cfg.ratio_power * logratio).exp() if cfg.ratio_power != 1.0 else ratio
-                pg_loss = torch.max(-mb_adv * r, -mb_adv * r.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps)).mean()
                 v = critic(z, mb_obs, b_time[tidx])
                 v_err = (v - b_ret[tidx]) ** 2
                 if cfg.value_clip is not None:
                     v_clipped = b_val[tidx] + (v - b_val[tidx]).clamp(-cfg.value_clip, cfg.value_clip)
                     v_err = torch.max(v_err, (v_clipped - b_ret[tidx]) ** 2)
                 v_loss = 0.5 * v_err.mean()
-                ent_mean = ent.mean()
-                for name, val in (("policy", pg_loss), ("value", v_loss), ("entropy", ent_mean)):
+                losses = [("value", v_loss)]
+                if not stopped_early:  # after the KL stop only the critic trains: the policy is not rescored
+                    new_lp, ent = agent.log_prob(z, b_chain[tidx])
+                    logratio = new_lp - b_logp[tidx]
+                    ratio = logratio.exp()
+                    mb_adv = b_adv[tidx]
+                    if cfg.norm_adv and len(idx) > 1:
+                        mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
+                    r = (cfg.ratio_power * logratio).exp() if cfg.ratio_power != 1.0 else ratio
+                    pg_loss = torch.max(-mb_adv * r, -mb_adv * r.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps)).mean()
+                    ent_mean = ent.mean()
+                    losses += [("policy", pg_loss), ("entropy", ent_mean)]
+                for name, val in losses:
                     if not torch.isfinite(val):
                         raise PPOFlowError(f"iteration {iteration}, epoch {epoch}, minibatch {b}: the {name} loss is "
                                            f"{val.item()}; stopped, last good checkpoint kept: {ckpt_path}")
