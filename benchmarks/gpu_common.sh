@@ -6,6 +6,11 @@
 # BC (settings $PPO, results $OUT/$LIFT_OUT) over three calls A (BC, then PPOFlow), B and C.
 [ -d /tmp/site/pybullet_data ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
   --upgrade --target /tmp/site .whl/*.whl || exit 1
+# .whl/ must hold (the GPU machine has torch, numpy, scipy, networkx, click, tqdm, pillow, matplotlib): pybullet,
+# coacd, trimesh, gymnasium, farama-notifications, cloudpickle, shapely, rtree, manifold3d, fast_simplification,
+# jsonschema, jsonschema-specifications, referencing, rpds-py, attrs and av (the demonstrations' videos)
+PYTHONPATH=/tmp/site python3 -c "import pybullet, coacd, trimesh, gymnasium, shapely, rtree, manifold3d, jsonschema, av" \
+  || { echo "a wheel is missing from .whl/ (see the list in benchmarks/gpu_common.sh)" >&2; exit 1; }
 export PYTHONPATH=$PWD:/tmp/site PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 OUT=${OUT:-benchmarks}; W=${WORK:-/root/gpu}; G=$W/logs; mkdir -p $W $G
 P="put the banana in the bowl"; B=$W/bcs/put_the_banana_in_the_bowl

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import textwrap
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -227,7 +228,8 @@ def plot_results(results: dict, path: str | os.PathLike) -> bool:
         axis.legend(fontsize=7)
     ax.set_ylim(-0.02, 1.02)
     bx.axhline(0.0, color="grey", lw=0.8)
-    fig.suptitle(f"\"{results['prompt']}\", {_budget(results)} per arm", fontsize=10)
+    title = f"\"{results['prompt']}\", {_budget(results)} per arm"
+    fig.suptitle(textwrap.fill(title, 120), fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
