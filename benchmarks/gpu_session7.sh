@@ -5,6 +5,7 @@
 #   session the stop cut the critic short in 73% of updates, explained variance ~0.33);
 # - 64 decisions per env and update instead of 32 (~35 episodes an update instead of ~17);
 # - --grad-diag: the cosine of two half-batches' policy gradients, i.e. whether a batch's gradient is signal.
+#   It also logs what each update's KL came from (kl_mean_part: the actor's means; kl_std_part: the noise's stds).
 # Run from the repo root on the GPU machine after `bash ../shared/device/wheels.sh ...` built .whl/ (see
 # benchmarks/README.md), as three back-to-back calls on one warm machine, each under 10 minutes:
 #     bash benchmarks/gpu_session7.sh A; bash benchmarks/gpu_session7.sh B; bash benchmarks/gpu_session7.sh C

@@ -34,7 +34,7 @@ from torch import nn
 
 from rl.policies.noise import NoiseNet, NoisyFlow, cat_embeddings, pooled, take_embedding
 from rl.ppoflow_guards import PPOFlowError, ratio_guard, strict_numerics
-from rl.ppoflow_math import gae, grad_agreement
+from rl.ppoflow_math import batch_moments, gae, grad_agreement, kl_split
 from rl.rollout import ChunkVec, RayChunkVec, concat_obs, make_rollout_vec, stack_obs, take_obs
 from scenegen.errors import ConfigError
 from scenegen.fileio import write_atomic
@@ -142,7 +142,8 @@ class PPOFlowConfig:
     scored them (on an H200 both moved first-minibatch ratios of a float32 FlowVLA by up to 4%)."""
     grad_diag: bool = False
     """Log how well each rollout's policy gradient agrees with itself (``pg_grad_cos`` of two random halves,
-    ``pg_grad_snr`` of the whole batch; :func:`rl.ppoflow_math.grad_agreement`): one more pass per update."""
+    ``pg_grad_snr`` of the whole batch; :func:`rl.ppoflow_math.grad_agreement`) and what each update's KL came
+    from (``kl_mean_part``, ``kl_std_part``; :func:`rl.ppoflow_math.kl_split`): three more passes per update."""
 
     def __post_init__(self) -> None:
         checks = {"num_envs": self.num_envs >= 1, "decisions_per_env": self.decisions_per_env >= 1,
@@ -400,6 +401,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         diag = grad_agreement(agent, flat_obs, b_z, b_chain, b_adv, optim.param_groups[0]["params"],
                               np.random.default_rng([cfg.seed, iteration]), cfg.minibatch_size) \
             if cfg.grad_diag and not warmup else {}
+        before = batch_moments(agent, flat_obs, b_z, b_chain, cfg.minibatch_size) if diag else None
         for epoch in range(cfg.update_epochs):
             order = rng.permutation(n_batch)
             for b, start in enumerate(range(0, n_batch, cfg.minibatch_size)):
@@ -455,6 +457,8 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                         break
             if stopped_early and not cfg.critic_after_stop:
                 break
+        if before is not None:  # what the update's KL came from: the means or the noise's stds
+            diag.update(kl_split(before, batch_moments(agent, flat_obs, b_z, b_chain, cfg.minibatch_size)))
         t_update = time.perf_counter() - t_up
         if cfg.adaptive_lr and not warmup and stats["approx_kl_chain"]:
             _adapt_lr(optim, cfg, stats["approx_kl_chain"][-1], stopped_early)

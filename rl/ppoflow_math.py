@@ -4,7 +4,8 @@
 somewhere: the cosine between the gradients of two random halves of the batch. With a true gradient g and
 per-decision noise of energy v, a half of n/2 decisions has E[cos] ~ |g|^2 / (|g|^2 + 2v/n), so the whole
 batch's signal-to-noise energy ratio is about 2c / (1 - c) (``pg_grad_snr``): below 1 the update is mostly
-noise, and a batch k times larger raises it k times.
+noise, and a batch k times larger raises it k times. :func:`kl_split` says what an update's KL came from:
+the transitions' means moving (the actor) or their stds (the noise network).
 """
 
 from __future__ import annotations
@@ -78,3 +79,43 @@ def grad_agreement(agent: Any, obs: dict, z: Any, chain: torch.Tensor, adv: torc
     cos = float(ga @ gb / (ga.norm() * gb.norm()).clamp_min(1e-30))
     snr = 0.0 if cos <= 0 else 2 * cos / (1 - cos) if cos < 1 else float("inf")
     return {"pg_grad_cos": cos, "pg_grad_snr": snr, "pg_grad_norm": float(((ga + gb) / 2).norm())}
+
+
+def batch_moments(agent: Any, obs: dict, z: Any, chain: torch.Tensor, chunk: int
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:meth:`~rl.policies.noise.NoisyFlow.moments` of a whole batch of stored chains, ``chunk`` at a time, no grad."""
+    means, stds, keep = [], [], None
+    with torch.no_grad():
+        for s in range(0, chain.shape[0], chunk):
+            part = torch.arange(s, min(s + chunk, chain.shape[0]), device=chain.device)
+            emb = take_embedding(z, part) if z is not None else agent.embed(take_obs(obs, part.cpu().numpy()))
+            m, sd, keep = agent.moments(emb, chain[part])
+            means.append(m)
+            stds.append(sd)
+    return torch.cat(means), torch.cat(stds), keep
+
+
+def kl_split(old: tuple[torch.Tensor, ...], new: tuple[torch.Tensor, ...]) -> dict[str, float]:
+    """The whole chain's KL(old || new) in closed form, split into what the means and the stds contributed.
+
+    Per scored entry, KL = (mu_o - mu_n)^2 / (2 s_n^2) + [log(s_n / s_o) + s_o^2 / (2 s_n^2) - 1/2]; both
+    parts are >= 0. Summed over the chain's noisy transitions and scored entries (the chain rule: the stored
+    ``x_k`` were drawn from the old policy), averaged over the batch.
+
+    Args:
+        old: :func:`batch_moments` before the update.
+        new: :func:`batch_moments` of the same chains after it.
+
+    Returns:
+        ``kl_mean_part``, ``kl_std_part`` and their sum ``kl_closed_form`` (nats per decision), and
+        ``mean_shift_rms``: the root-mean-square change of a transition's mean in units of its old std.
+
+    """
+    (mo, so, keep), (mn, sn, _) = old, new
+    mo, so, mn, sn = (t.double() for t in (mo, so, mn, sn))
+    w = keep.double().expand_as(mo)
+    mean_part = ((mo - mn) ** 2 / (2 * sn ** 2) * w).flatten(1).sum(1).mean()
+    std_part = ((torch.log(sn / so) + so ** 2 / (2 * sn ** 2) - 0.5) * w).flatten(1).sum(1).mean()
+    shift = (((mo - mn) / so) ** 2 * w).sum() / w.sum().clamp_min(1.0)
+    return {"kl_mean_part": float(mean_part), "kl_std_part": float(std_part),
+            "kl_closed_form": float(mean_part + std_part), "mean_shift_rms": float(shift.sqrt())}

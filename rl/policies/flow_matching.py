@@ -189,14 +189,54 @@ def sample_chain(velocity: Velocity, x0: torch.Tensor, steps: int, std: StdFn, *
     return torch.stack(xs, 1), torch.stack(means, 1), torch.stack(stds, 1)
 
 
+def transition_moments(chain: torch.Tensor, velocity: Velocity, std: StdFn, *, ft_steps: int | None = None,
+                       scored_actions: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Mean and std of each noisy transition of stored chains, and which of their entries are scored.
+
+    Args:
+        chain: ``(B, K + 1, H, A)`` from :func:`sample_chain`.
+        velocity: the policy's velocity field.
+        std: the policy's transition std.
+        ft_steps: as in :func:`sample_chain`.
+        scored_actions: as in :func:`chain_log_prob`.
+
+    Returns:
+        ``mean`` and ``std`` ``(B, T, H, A)`` over the T noisy transitions (float32; T may be 0) and ``keep``
+        ``(T, H, A)``: 1 where an entry counts (the last transition's first ``scored_actions`` rows, every
+        row of the others).
+
+    """
+    steps, horizon = chain.shape[1] - 1, chain.shape[2]
+    if scored_actions is not None and not 1 <= scored_actions <= horizon:
+        raise ValueError(f"scored_actions = {scored_actions} must be in 1..{horizon} (the chunk length)")
+    grid = time_grid(steps, chain.device)
+    means, stds = [], []
+    with torch.autocast(device_type=chain.device.type, enabled=False):
+        for k, on in enumerate(noisy_steps(steps, ft_steps)):
+            if not on:
+                continue
+            x = chain[:, k]
+            t = grid[k].expand(x.shape[0])
+            mean = x.float() + velocity(x, t).float() * (grid[k + 1] - grid[k])
+            means.append(mean)
+            stds.append(torch.broadcast_to(std(x, t, k).float(), mean.shape))
+    shape = (chain.shape[0], 0, *chain.shape[2:])
+    mean = torch.stack(means, 1) if means else chain.new_zeros(shape, dtype=torch.float32)
+    sd = torch.stack(stds, 1) if stds else chain.new_ones(shape, dtype=torch.float32)
+    keep = torch.ones_like(mean[0])
+    if len(means) and scored_actions is not None:
+        keep[-1, scored_actions:] = 0.0
+    return mean, sd, keep
+
+
 def chain_log_prob(chain: torch.Tensor, velocity: Velocity, std: StdFn, *, ft_steps: int | None = None,
                    normalize: bool = False, include_initial: bool = True,
                    scored_actions: int | None = None) -> torch.Tensor:
     """Log-probability ``(B,)`` of stored chains under a (possibly updated) policy.
 
-    Recomputes each transition's mean and std from the stored ``x_k`` and sums the Gaussian
-    log-densities of the noisy transitions, plus (``include_initial``) the standard normal
-    density of ``x_0``. Deterministic transitions contribute nothing. Float32 throughout.
+    Recomputes each transition's mean and std from the stored ``x_k`` (:func:`transition_moments`) and
+    sums the Gaussian log-densities of the noisy transitions, plus (``include_initial``) the standard
+    normal density of ``x_0``. Deterministic transitions contribute nothing. Float32 throughout.
 
     Args:
         chain: ``(B, K + 1, H, A)`` from :func:`sample_chain`.
@@ -211,32 +251,21 @@ def chain_log_prob(chain: torch.Tensor, velocity: Velocity, std: StdFn, *, ft_st
             velocity of later ones and always count in full. None: all ``H``.
 
     """
-    steps, horizon = chain.shape[1] - 1, chain.shape[2]
-    if scored_actions is not None and not 1 <= scored_actions <= horizon:
-        raise ValueError(f"scored_actions = {scored_actions} must be in 1..{horizon} (the chunk length)")
-    grid = time_grid(steps, chain.device)
-    noisy = noisy_steps(steps, ft_steps)
+    mean, sd, keep = transition_moments(chain, velocity, std, ft_steps=ft_steps, scored_actions=scored_actions)
+    noisy = [k for k, on in enumerate(noisy_steps(chain.shape[1] - 1, ft_steps)) if on]
     terms = []
     if include_initial:
         terms.append(gaussian_log_prob(chain[:, 0], torch.zeros_like(chain[:, 0]), 1.0))
-    with torch.autocast(device_type=chain.device.type, enabled=False):
-        for k in range(steps):
-            if not noisy[k]:
-                continue
-            x = chain[:, k]
-            t = grid[k].expand(x.shape[0])
-            mean = x.float() + velocity(x, t).float() * (grid[k + 1] - grid[k])
-            s = torch.broadcast_to(std(x, t, k).float(), mean.shape)
-            terms.append(gaussian_log_prob(chain[:, k + 1], mean, s))
+    terms += [gaussian_log_prob(chain[:, k + 1], mean[:, j], sd[:, j]) for j, k in enumerate(noisy)]
     if not terms:
         return torch.zeros(chain.shape[0], device=chain.device)
     lp = torch.stack(terms, 1)
-    if scored_actions is None or scored_actions == horizon:  # (the last transition is always noisy)
+    if scored_actions is None or scored_actions == chain.shape[2]:  # (the last transition is always noisy)
         return _reduce(lp, normalize)
-    keep = torch.ones_like(lp[0])  # (terms, H, A): the last transition keeps its first `scored_actions` rows
-    keep[-1, scored_actions:] = 0.0
-    flat = (lp * keep).reshape(lp.shape[0], -1).sum(dim=1)
-    return flat / keep.sum() if normalize else flat
+    full = torch.ones_like(lp[0])  # (terms, H, A): the last transition keeps its first `scored_actions` rows
+    full[-1] = keep[-1]
+    flat = (lp * full).reshape(lp.shape[0], -1).sum(dim=1)
+    return flat / full.sum() if normalize else flat
 
 
 def gaussian_entropy(std: torch.Tensor, normalize: bool = True) -> torch.Tensor:

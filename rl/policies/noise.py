@@ -207,6 +207,11 @@ class NoisyFlow(nn.Module):
         stds = torch.stack([std(chain[:, k], grid[k].expand(chain.shape[0]), k) for k in noisy], 1)
         return lp, fm.gaussian_entropy(stds)
 
+    def moments(self, z: Any, chain: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Mean and std ``(B, T, H, A)`` of stored chains' noisy transitions, and the scored entries ``(T, H, A)``."""
+        velocity, std = self._fields(z)
+        return fm.transition_moments(chain, velocity, std, ft_steps=self.ft_steps, scored_actions=self.scored_actions)
+
     def logprob_terms(self, chain: torch.Tensor) -> int:
         """How many log-density terms :meth:`log_prob` averages over (``normalize``), else 1 (it sums them).
 

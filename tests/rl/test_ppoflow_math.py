@@ -1,4 +1,5 @@
-"""PPOFlow's gradient-agreement diagnostic: it tells signal from noise, and watching does not change training."""
+"""PPOFlow's diagnostics: gradient agreement tells signal from noise, the KL split names what moved, and watching
+does not change training."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from torch import nn
 
 from rl import ppoflow
 from rl.ppoflow import PPOFlowConfig
-from rl.ppoflow_math import grad_agreement
+from rl.ppoflow_math import grad_agreement, kl_split
 from tests.rl.test_ppoflow import bc_policy, envs
 
 D = 50
@@ -82,3 +83,33 @@ def test_the_critic_trains_on_after_the_policy_s_kl_stop(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)  # the policy took the same single step
     ca, cb = (outs[k]["critic"].state_dict() for k in (False, True))
     assert any(not torch.equal(ca[k], cb[k]) for k in ca)  # the critic took more
+
+
+def test_the_closed_form_kl_matches_torch_and_splits_into_mean_and_std_parts():
+    g = torch.Generator().manual_seed(0)
+    mo, mn = torch.randn(6, 2, 4, 3, generator=g), torch.randn(6, 2, 4, 3, generator=g)
+    so, sn = 0.05 + 0.1 * torch.rand(6, 2, 4, 3, generator=g), 0.05 + 0.1 * torch.rand(6, 2, 4, 3, generator=g)
+    keep = torch.ones(2, 4, 3)
+    keep[-1, 2:] = 0.0  # the last transition scores its first 2 actions only
+    ref = torch.distributions.kl_divergence(torch.distributions.Normal(mo.double(), so.double()),
+                                            torch.distributions.Normal(mn.double(), sn.double()))
+    want = (ref * keep.double()).flatten(1).sum(1).mean().item()
+    got = kl_split((mo, so, keep), (mn, sn, keep))
+    assert got["kl_closed_form"] == pytest.approx(want, rel=1e-9)
+    only_mean = kl_split((mo, so, keep), (mn, so, keep))
+    only_std = kl_split((mo, so, keep), (mo, sn, keep))
+    assert only_mean["kl_std_part"] == pytest.approx(0.0, abs=1e-12) and only_mean["kl_mean_part"] > 0
+    assert only_std["kl_mean_part"] == 0.0 and only_std["mean_shift_rms"] == 0.0 and only_std["kl_std_part"] > 0
+
+
+@pytest.mark.parametrize("frozen", ["actor", "noise"])
+def test_the_kl_split_names_the_part_that_trained(tmp_path, frozen):
+    lrs = {"lr_actor": 0.0, "lr_noise": 1e-2} if frozen == "actor" else {"lr_actor": 1e-3, "lr_noise": 0.0}
+    cfg = PPOFlowConfig(num_envs=4, decisions_per_env=4, total_env_steps=10_000, minibatch_size=8, grad_diag=True,
+                        target_kl=None, **lrs)
+    pol = bc_policy(steps=50)
+    ppoflow.train(cfg, pol, envs(4, cfg, pol), tmp_path / "run", progress=False, max_iterations=1)
+    row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
+    moved, still = ("kl_std_part", "kl_mean_part") if frozen == "actor" else ("kl_mean_part", "kl_std_part")
+    assert row[moved] > 0 and row[still] == 0.0, row
+    assert row["kl_closed_form"] == pytest.approx(row["kl_mean_part"] + row["kl_std_part"])
