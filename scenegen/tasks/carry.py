@@ -19,14 +19,18 @@ from scenegen.sim.control import ArmController, rotvec_matrix, wrap
 from scenegen.sim.world import World
 from scenegen.tasks.grasps import heavy_end
 from scenegen.tasks.plan import YAW_RANGE, Grasp
+from scenegen.tasks.spots import holds
 
 _DOWN = np.array([0.0, 0.0, -1.0])
 DESCENT_OFF = 0.04
 """A hand pushed this far (m, xy) off its grasp point stops coming down until it is back above it."""
 
 
-def descent_target(pos: np.ndarray, point: np.ndarray) -> np.ndarray:
+def descent_target(pos: np.ndarray, point: np.ndarray, stop: bool = False) -> np.ndarray:
     """The descent's waypoint: the grasp ``point``, or above it at the hand's height ``pos`` while the hand is off.
+
+    ``stop``: the hand backs up 5 mm from ``pos`` instead (it presses a tote's wall,
+    :func:`scenegen.tasks.wallclear.wall_stop`), and the stall test ends the descent.
 
     A contact on the way down (a neighbour's rim, a standing object) can push the hand sideways; coming
     down diagonally from there sweeps the table and flings what lies on it. Holding the height instead
@@ -34,6 +38,8 @@ def descent_target(pos: np.ndarray, point: np.ndarray) -> np.ndarray:
     far (grazing a tall neighbour's side) goes on down: it slides along the side.
     """
     point = np.asarray(point, dtype=float)
+    if stop:
+        return np.array([float(pos[0]), float(pos[1]), float(pos[2]) + 0.005])
     if float(np.linalg.norm(np.asarray(pos[:2], dtype=float) - point[:2])) <= DESCENT_OFF:
         return point
     return np.array([point[0], point[1], max(float(pos[2]), float(point[2]))])
@@ -135,3 +141,57 @@ def stand_swing(ctrl: ArmController, swing: np.ndarray, yaw: float, yaw_tol: flo
     swing = np.asarray(swing, dtype=float)
     size = float(np.linalg.norm(swing))
     return swing * min(1.0, (float(np.linalg.norm(now)) + step) / size) if size > 0 else None
+
+
+LEVEL_MIN = 0.5
+"""Least tilt (rad) of a stand-up swing rescaled by :func:`level_swing`."""
+
+
+def level_swing(world: World, ctrl: ArmController, node: str, swing: np.ndarray, yaw: float,
+                yaw_tol: float) -> np.ndarray:
+    """The stand-up swing (:func:`stand_up`) rescaled so that the held subject's heavy end ends straight below.
+
+    :func:`stand_up` tilts the hand by a right angle, as if the subject lay square across the fingers; a thin
+    piece pinched by its handle pivots in the pads while the hand turns, its heavy end sagging (a spoon's
+    bowl by 30 degrees in benchmark traces), and a right angle then stands it 30 degrees past upright: it
+    leans across a mug's cavity, and hangs too high to reach the floor before the hand stops above the rim.
+    Once the hand has turned to ``yaw`` (within ``yaw_tol``), the tilt is the hand's present tilt about the
+    swing's axis plus the angle, about the same axis, from the grasp-to-heavy-end direction to straight
+    down (the pinch turns with the hand), kept within [:data:`LEVEL_MIN`, pi / 2]; before that ``swing``
+    itself.
+    """
+    swing = np.asarray(swing, dtype=float)
+    size = float(np.linalg.norm(swing))
+    if size < 1e-9 or abs(wrap(ctrl.target_yaw - yaw)) >= yaw_tol:
+        return swing
+    a = swing / size
+    pos, quat = ctrl.ee_pose()
+    hand = quat_matrix(quat)[:, 2]
+    d = heavy_end(world.assets[node], world.pose(node)) - np.asarray(pos, dtype=float)
+    d = d - a * float(d @ a)
+    if float(np.linalg.norm(d)) < 0.02:  # the heavy end too near the pinch to measure a direction
+        return swing
+    now = math.atan2(float(np.cross(_DOWN, hand) @ a), float(_DOWN @ hand))
+    rest = math.atan2(float(np.cross(d, _DOWN) @ a), float(d @ _DOWN))
+    return a * float(np.clip(now + rest, LEVEL_MIN, math.pi / 2))
+
+
+STAND_RATE = 0.3
+"""A stand-up tilt turns the hand by at most this fraction of the env's ``max_tilt_delta`` a step."""
+
+
+def stand_step(expert: Any, node: str) -> np.ndarray | None:
+    """The swing to command this step while the expert stands held ``node`` up in place (:func:`stand_swing`).
+
+    A subject going ``in`` a receptacle that already holds something has the expert's swing first rescaled to
+    its pinch (:func:`level_swing`), so the tilt ends with its heavy end straight down: it comes down beside
+    the other on the cavity's floor. The first piece is left to lean as the right angle leaves it, its
+    handle against the far rim: stood straight in the middle, its handle stood in the way of the next hand
+    (benchmark traces: the hand lowering the fork came down on the spoon's handle and tipped the mug).
+    """
+    ctrl, w = expert.env.controller, expert.env.world
+    goal = expert.goals[expert.goal_index]
+    if goal.predicate == "in" and holds(w, node, goal.object):
+        expert.swing = level_swing(w, ctrl, node, expert.swing, expert.carry_yaw, expert.cfg.yaw_tol)
+    return stand_swing(ctrl, expert.swing, expert.carry_yaw, expert.cfg.yaw_tol,
+                       STAND_RATE * expert.env.cfg.max_tilt_delta)

@@ -29,20 +29,22 @@ from scenegen.graph import Goal
 from scenegen.relations import z_range
 from scenegen.sim.control import matrix_rotvec, rotvec_matrix, wrap
 from scenegen.tasks.bimanual import MultiArmExpert
-from scenegen.tasks.carry import anchor_xy, descent_target, stand_swing, stand_up, steady, tilted, turned_yaw
-from scenegen.tasks.drag import DragSkill, GoalQueue, maybe_drag
+from scenegen.tasks.carry import anchor_xy, descent_target, stand_step, stand_up, steady, tilted, turned_yaw
+from scenegen.tasks.drag import DragSkill, GoalQueue
 from scenegen.tasks.flip import FlipSkill, flip_kind, stay_goals
 from scenegen.tasks.plan import (
     INSERT_RESERVE,
     Grasp,
     Placement,
     place_target,
-    plan_grasp,
     top_of_others,
     upright_modes,
 )
 from scenegen.tasks.precheck import out_of_reach
+from scenegen.tasks.recheck import bumps, knocked_out
+from scenegen.tasks.regrasp import before_grasp
 from scenegen.tasks.tracker import world_goal_holds
+from scenegen.tasks.wallclear import plan_clear, wall_stop
 from scenegen.validate import int_in, is_finite, require
 
 
@@ -103,17 +105,14 @@ class ScriptedExpert:
 
     def reset(self) -> None:
         """Start over (call after each env reset)."""
-        self.goal_index = 0
-        self.tries = 0
-        self.phase = "plan"
-        self.count = 0
+        self.goal_index = self.tries = 0
+        self.phase, self.count = "plan", 0
         self.failure: str | None = None
         self.grasp: Grasp | None = None
         self.target: Placement | None = None
         self.carry_z = self.carry_yaw = 0.0
         self.swing: np.ndarray | None = None
-        self.reserve = 0.0
-        self.upright = False
+        self.reserve, self.upright = 0.0, False
         self.flip: FlipSkill | None = None
         self.drag: DragSkill | None = None
         self.queue = GoalQueue()  # goals put off until the others are handled (scenegen.tasks.blocked)
@@ -230,7 +229,7 @@ class ScriptedExpert:
                 self._set("approach")
                 return None
             return self._move(wp, ctrl.target_yaw, False)
-        self.grasp = steady(self, plan_grasp(w, node, w.robot.max_opening, ctrl.home_yaw, self.reserve)) if \
+        self.grasp = steady(self, plan_clear(w, node, w.robot.max_opening, ctrl.home_yaw, self.reserve)) if \
             self.phase in ("approach", "descend") else self.grasp
         g = self.grasp
         if self.phase == "approach":
@@ -252,7 +251,7 @@ class ScriptedExpert:
                 else:
                     self._set("close")
                 return None
-            return self._move(descent_target(pos, g.point), g.yaw, False)
+            return self._move(descent_target(pos, g.point, wall_stop(self, node)), g.yaw, False)
         if self.phase == "close":
             width = ctrl.gripper_width()
             settled = abs(width - self._last_width) < 5e-4  # the fingers stopped: on the object, or shut
@@ -302,7 +301,7 @@ class ScriptedExpert:
                 self._retry(f"could not carry {node} over its placement")
                 return None
             if self.swing is not None and not turned:  # stand the subject up in place: turn, tilt slowly, carry it
-                up = stand_swing(ctrl, self.swing, self.carry_yaw, self.cfg.yaw_tol, 0.3 * self.env.cfg.max_tilt_delta)
+                up = stand_step(self, node)  # its heavy end ending straight down (carry.level_swing)
                 return self._move(np.array([*ctrl.target_pos[:2], self.carry_z]), self.carry_yaw, True, 0.3, up)
             wp = np.array([*(self._steer_from()[:2] + 0.5 * (self.target.xy - obj)), self.carry_z])
             speed = self.cfg.carry_speed * (0.5 if self.target.upright else 1.0)  # a hanging subject swings
@@ -313,7 +312,8 @@ class ScriptedExpert:
             obj = anchor_xy(w, node, t.upright)
             z = max(pos[2] - (bottom - t.release_z), pos[2] - 0.015, t.tip_z)
             wp = np.array([*(self._steer_from()[:2] + 0.5 * (t.xy - obj)), z])
-            if bottom < t.release_z + 0.005 or pos[2] < t.tip_z + 0.003 or (self.count > 2 and self._stalled(pos[2])):
+            if bottom < t.release_z + 0.005 or pos[2] < t.tip_z + 0.003 or (self.count > 2 and self._stalled(pos[2])) \
+                    or bumps(self, goal):  # the hand came down on a piece already in the receptacle: let go
                 self._set("release")
                 return None
             return self._move(wp, self.carry_yaw, True, swing=self.swing)
@@ -357,8 +357,7 @@ class ScriptedExpert:
         return ctrl.target_pos if float(np.linalg.norm(ctrl.target_pos - pos)) < 0.02 else pos
 
     def _plan(self) -> np.ndarray | None:
-        w = self.env.world
-        goals = self.goals
+        w, goals = self.env.world, self.goals
         self.queue.revisit(self, len(goals))
         while self.goal_index < len(goals) and goals[self.goal_index].is_state:
             g = goals[self.goal_index]
@@ -373,6 +372,7 @@ class ScriptedExpert:
                 self._set("flip")
                 return None
             self.goal_index += 1
+        self.goal_index = knocked_out(self, goals)  # a finished goal undone since is taken up again
         if self.goal_index >= len(goals):
             self._set("failed" if self.failure else "done")  # a goal given up on the way fails the episode
             return None
@@ -384,7 +384,7 @@ class ScriptedExpert:
         modes = upright_modes(w, g)
         self.upright = modes[self.tries % len(modes)]  # a failed try takes the other way, if any
         self.reserve = INSERT_RESERVE if self.upright else 0.0
-        grasp = plan_grasp(w, g.subject, w.robot.max_opening, self.env.controller.home_yaw, self.reserve)
+        grasp = plan_clear(w, g.subject, w.robot.max_opening, self.env.controller.home_yaw, self.reserve)
         base = w.scene.robot_base.position  # the arm's base (the robot's for a single arm)
         reach = out_of_reach(w.robot, base, grasp.point)  # QA's reachability check makes the same test
         if reach is not None:
@@ -395,7 +395,7 @@ class ScriptedExpert:
             self.failure = f"{g.subject} is {grasp.width * 100:.1f} cm wide: too wide for the gripper"
             self._set("failed")
             return None
-        if (drag := maybe_drag(self, g.subject, grasp)) is not None:
+        if (drag := before_grasp(self, g.subject, grasp)) is not None:  # a drag, push or regrasp first
             self.drag = drag
             self._set("drag")
             return None

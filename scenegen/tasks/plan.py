@@ -17,7 +17,7 @@ from shapely.geometry import Point, Polygon
 from scenegen.assets.base import Asset
 from scenegen.geometry import asset_geometry, ray_hits
 from scenegen.graph import Goal
-from scenegen.relations import RelationConfig, box_center, check_relation, footprint, judge_relation, z_range
+from scenegen.relations import RelationConfig, box_center, check_relation, footprint, z_range
 from scenegen.rotations import quat_matrix
 from scenegen.scene import Pose
 from scenegen.sim.control import wrap
@@ -25,7 +25,7 @@ from scenegen.sim.world import World
 from scenegen.tasks.bins import flat_axes, holder, raised, slot_drop, surface_under, wall_gap
 from scenegen.tasks.clearance import clearest
 from scenegen.tasks.grasps import grasp_mesh, is_long, lowest_target, lying_axis, rim_grasp, section_grasps
-from scenegen.tasks.spots import across_rim, free_spot
+from scenegen.tasks.spots import across_rim, free_spot, holds
 from scenegen.tasks.tracker import node_body
 
 GENTLE_MASS = 0.03
@@ -409,8 +409,7 @@ def place_target(world: World, goal: Goal, reach: tuple[float, float],
         receptacle = node_body(oa, op)
         region = receptacle.opening()
         centre = np.asarray(region.centroid.coords[0], dtype=float)
-        others = [n for n in world.objects() if n not in (s, o)
-                  and judge_relation("in", node_body(world.assets[n], world.pose(n)), receptacle)[0]]
+        others = holds(world, s, o)
         xy = centre
         if others and len(geom.inner) >= 3:
             inner_r = float(np.min(np.linalg.norm(geom.inner - geom.inner.mean(axis=0), axis=1)))

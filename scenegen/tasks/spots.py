@@ -20,7 +20,7 @@ from shapely.geometry import LineString, Point
 
 from scenegen.assets.base import Asset
 from scenegen.geometry import asset_geometry, ray_hits, transform_points
-from scenegen.relations import RelationConfig, box_center, footprint
+from scenegen.relations import RelationConfig, box_center, footprint, judge_relation
 from scenegen.rotations import quat_matrix
 from scenegen.sim.world import World
 from scenegen.tasks.grasps import grasp_mesh, is_long
@@ -34,6 +34,13 @@ COM_IN = 0.02
 """A subject laid across a rim has its centre of mass at least this far (m) inside the opening's edge."""
 CLEAR = 0.01
 """Least gap (m) between a subject laid across a rim and any other object."""
+
+
+def holds(world: World, s: str, o: str) -> list[str]:
+    """The objects other than ``s`` that lie ``in`` receptacle ``o`` now."""
+    receptacle = node_body(world.assets[o], world.pose(o))
+    return [n for n in world.objects() if n not in (s, o)
+            and judge_relation("in", node_body(world.assets[n], world.pose(n)), receptacle)[0]]
 
 
 def free_spot(world: World, s: str, o: str, holds: list[str], candidates: list[np.ndarray]) -> np.ndarray:

@@ -160,11 +160,13 @@ def test_expert_episodes_repeat_exactly_after_contact_rich_history(pack):
 def test_the_last_goal_reached_after_a_stand_up_ends_the_plan_without_an_error(env, pack, monkeypatch):
     """After the last goal holds, a tilted arm (a subject stood up) must not go 'home' to a goal that is not there."""
     import scenegen.tasks.expert as expert_mod
+    import scenegen.tasks.recheck as recheck_mod
 
     env.reset(seed=0, options={"scene_id": pack.scene_ids[0]})
     expert = ScriptedExpert(env)
     expert.goal_index, expert.phase, expert.count = len(expert.goals) - 1, "retreat", 50
     expert.swing = np.array([0.3, 0.0, 0.0])  # the carry tilted the hand (a subject stood up)
     monkeypatch.setattr(expert_mod, "world_goal_holds", lambda w, g: True)
+    monkeypatch.setattr(recheck_mod, "world_goal_holds", lambda w, g: True)  # every goal holds (none to take up again)
     action = expert.act()
     assert expert.goal_index == len(expert.goals) and expert.phase == "done" and action.shape == env.action_space.shape
