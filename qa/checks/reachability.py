@@ -1,7 +1,9 @@
 """Reachability check: IK reaches pre-grasp and place poses, grasps fit the gripper, the expert's grasps work.
 
 Each target's grasp width must fit the gripper, and the expert's own grasp of each target it
-picks up must lie in its reach band and leave the open gripper clear of the neighbours.
+picks up must lie in its reach band and leave the open gripper clear of the neighbours (a lying bottle's
+pinch may be blocked where the expert clears it first: a push it plans, or a neighbour that is itself a goal's
+subject and goes before or after it, :mod:`scenegen.tasks.blocked`).
 
 For each pose, PyBullet's ``calculateInverseKinematics`` (with joint limits and the home
 pose as rest pose) is called, its solution is set on the joints (clipped to the limits)
@@ -27,6 +29,7 @@ from scenegen.layout.place import place_point
 from scenegen.relations import box_center, z_range
 from scenegen.rotations import axis_angle_quat, quat_matrix, quat_mul, yaw_of
 from scenegen.scene import Pose, Scene
+from scenegen.tasks.blocked import blocked_lying, push_plan
 from scenegen.tasks.clearance import blocker
 from scenegen.tasks.flip import flip_grasp_width
 from scenegen.tasks.plan import plan_grasp
@@ -146,13 +149,17 @@ def _place_point(world: Any, scene: Scene, subj: str, pred: str, obj: str, rc: R
     return np.array([xy[0], xy[1], scene.table_height + height + rc.place_height])
 
 
-def _expert_grasp(world: Any, scene: Scene, t: str, home_yaw: float) -> tuple[dict, list[str]]:
+def _expert_grasp(world: Any, scene: Scene, t: str, home_yaw: float,
+                  picked: set[str]) -> tuple[dict, list[str]]:
     """The expert's own grasp of target ``t`` (:func:`~scenegen.tasks.plan.plan_grasp`) and why it fails, if it does.
 
     It fails when its point is outside the band the expert attempts (the expert's own test,
     :func:`~scenegen.tasks.precheck.out_of_reach`) or the open gripper would come down on a neighbour
-    (:func:`~scenegen.tasks.clearance.blocker`, the hand allowed to graze one). Multi-arm robots are
-    left to the IK poses (the bimanual expert picks the arm).
+    (:func:`~scenegen.tasks.clearance.blocker`, the hand allowed to graze one), unless ``t`` lies on its side and
+    the expert clears that neighbour first as its skill does (:func:`~scenegen.tasks.blocked.maybe_push`): the
+    neighbour is another goal's subject (in ``picked``), or a push of ``t`` clears the pinch
+    (:func:`~scenegen.tasks.blocked.push_plan`). Multi-arm robots are left to the IK poses (the bimanual expert
+    picks the arm).
     """
     opening = float(world.robot.max_opening)
     g = plan_grasp(world, t, opening, home_yaw)
@@ -162,7 +169,13 @@ def _expert_grasp(world: Any, scene: Scene, t: str, home_yaw: float) -> tuple[di
     if not world.robot.arms and (d := out_of_reach(world.robot, scene.robot_base.position, g.point)) is not None:
         why.append(f"out of reach: the expert's grasp of {t} is {d:.2f} m from the robot base")
     if (n := blocker(world, t, g.point, g.yaw, opening, hand=False)) is not None:
-        why.append(f"grasp blocked: the open gripper on {t} would come down on {n}")
+        lying = not world.robot.arms and blocked_lying(world, t, g.point, g.yaw) is not None
+        if lying and n in picked - {t}:
+            row["cleared_by"] = f"{n}'s own goal"
+        elif lying and push_plan(world, t, g.point, g.yaw, home_yaw) is not None:
+            row["cleared_by"] = "a push"
+        else:
+            why.append(f"grasp blocked: the open gripper on {t} would come down on {n}")
     row["ok"] = not why
     return row, why
 
@@ -197,7 +210,7 @@ def check(scene: Scene, world: Any, cfg: QAConfig) -> CheckResult:
         home_yaw = yaw_of(arm.arms[0].home_orn)
         for t in targets:
             if t in picked:
-                row, why = _expert_grasp(world, scene, t, home_yaw)
+                row, why = _expert_grasp(world, scene, t, home_yaw, picked)
                 expert_out.append(row)
                 expert_failures.extend(why)
             ext = world.assets[t].extents

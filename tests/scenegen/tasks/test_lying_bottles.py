@@ -156,5 +156,12 @@ def test_a_lying_bottle_beside_the_bin_is_pushed_clear_and_put_in(tmp_path_facto
         ex = SimpleNamespace(env=SimpleNamespace(world=world, controller=SimpleNamespace(home_yaw=0.0)),
                              goal_index=0, goals=list(scene.graph.goals), queue=GoalQueue())
         assert isinstance(maybe_push(ex, "bottle_1", g), PushSkill)
+        # QA's reachability check plans the same grasp and knows the expert pushes the bottle clear first
+        from qa.checks import reachability
+        from qa.config import QAConfig
+
+        res = reachability.check(scene, world, QAConfig())
+        assert res.passed, res.reason
+        assert [r.get("cleared_by") for r in res.metrics["expert_grasp"]] == ["a push"]
     result = run_expert(scene, lookup, max_steps=400)
     assert result.success, (result.failure, result.progress, result.steps)
