@@ -114,12 +114,12 @@ def measure(pack_dir: Path) -> dict:
             "expert_failures": failures, "rows": rows}
 
 
-def run_prompt(prompt: str, n: int, work: Path, cache: Path, budget: float) -> dict:
+def run_prompt(prompt: str, n: int, work: Path, cache: Path, budget: float, seed: int = 0) -> dict:
     out = work / slug(prompt)
     cfg = PipelineConfig(preview_size=0, attempts_per_scene=3.0, time_budget_s=budget)
     t0 = time.perf_counter()
     try:
-        run = generate_with_qa(prompt, n, out, seed=0, config=cfg, qa_cfg=QA, cache_dir=cache, progress=False)
+        run = generate_with_qa(prompt, n, out, seed=seed, config=cfg, qa_cfg=QA, cache_dir=cache, progress=False)
     except ScenegenError as exc:
         return {"refused": f"{type(exc).__name__}: {' '.join(str(exc).split())[:240]}",
                 "seconds": round(time.perf_counter() - t0, 1)}
@@ -154,6 +154,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", type=Path, default=None, help="asset cache (default WORK/cache)")
     ap.add_argument("--budget", type=float, default=45.0, help="generation seconds per prompt")
     ap.add_argument("--prompts", type=str, default="", help="comma-separated subset (default: all)")
+    ap.add_argument("--seed", type=int, default=0, help="generation seed (another seed: held-out scenes)")
     ap.add_argument("--out", type=Path, default=HERE / "tasks.json")
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -162,11 +163,12 @@ def main() -> None:
     t0 = time.time()
     results = {}
     for prompt in prompts:
-        results[prompt] = run_prompt(prompt, args.n, args.work, cache, args.budget)
+        results[prompt] = run_prompt(prompt, args.n, args.work, cache, args.budget, args.seed)
         r = results[prompt]
         print(f"{prompt!r}: {json.dumps({k: v for k, v in r.items() if k != 'rows'})}", flush=True)
     measured = [r for r in results.values() if r.get("scenes")]
-    data = {"scenes_per_prompt": args.n, "budget_s_per_prompt": args.budget, "qa_checks": list(QA.checks),
+    data = {"scenes_per_prompt": args.n, "seed": args.seed, "budget_s_per_prompt": args.budget,
+            "qa_checks": list(QA.checks),
             "seconds": round(time.time() - t0, 1),
             "totals": {"prompts": len(results), "refused": sum("refused" in r for r in results.values()),
                        "scenes": sum(r["scenes"] for r in measured),
