@@ -77,7 +77,8 @@ def _light_urdf_text(text: str, urdf_dir: Path, hulls: dict[str, str]) -> str:
 def light_robot(name: str | RobotSpec) -> RobotSpec:
     """Return (registering on first use) the render-light copy of a robot.
 
-    The URDF is written once per content into the system temporary folder.
+    The URDF is written once per content and source folder into the system temporary folder (it names the
+    source's meshes by absolute path, so a copy made from another install, since removed, is not reused).
 
     Raises:
         ConfigError: the robot is unknown or its URDF cannot be read.
@@ -87,12 +88,13 @@ def light_robot(name: str | RobotSpec) -> RobotSpec:
     if spec.name.endswith("_light"):
         return spec
     light_name = f"{spec.name}_light"
-    src = spec.urdf_path()
+    src = spec.urdf_path().resolve()  # the copy names its meshes by absolute path: the real one, not a link's
     try:
         text = src.read_text()
     except OSError as exc:
         raise ConfigError(f"robot {spec.name}: cannot read {src} ({exc}); fix RobotSpec.urdf") from None
-    digest = hashlib.sha256(f"{HULL_VERTICES}:{text}".encode()).hexdigest()[:16]
+    # the source's folder is in the key: a copy written from another install names that install's meshes
+    digest = hashlib.sha256(f"{HULL_VERTICES}:{src.parent}:{text}".encode()).hexdigest()[:16]
     folder = Path(tempfile.gettempdir()) / "scenegen_light_robots" / f"{light_name}_{digest}"
     path = folder / "robot.urdf"
 
