@@ -64,6 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--learner", default="ppoflow", choices=["ppoflow", "bc"],
                    help="bc: every run trains BC from scratch on --bc-demos demonstrations of its own scenes.")
     p.add_argument("--cameras", default="front", help="Cameras of the demonstrations (comma list: front,wrist).")
+    p.add_argument("--dr", default="on", help="Domain randomization in training, an arm axis: on, off or on,off.")
     p.add_argument("--scaling", default="1,2", help="Concurrency levels of the scaling stage ('' skips it).")
     p.add_argument("--scaling-n", type=int, default=10)
     p.add_argument("--scaling-steps", type=int, default=6000)
@@ -82,7 +83,8 @@ def configs(b: Bench):
     cfg = AblationConfig(ns=tuple(int(x) for x in a.n.split(",")), seeds=a.seeds, budget_env_steps=a.budget_env_steps,
                          ood_configs=a.ood_configs, id_configs=a.id_configs, max_episode_steps=a.max_steps,
                          image_size=a.image_size, qa=not a.no_qa, bc_scenes=a.bc_scenes, bc_demos=a.bc_demos,
-                         learner=a.learner, cameras=tuple(c for c in a.cameras.split(",") if c))
+                         learner=a.learner, cameras=tuple(c for c in a.cameras.split(",") if c),
+                         dr=tuple({"on": True, "off": False}[x.strip()] for x in a.dr.split(",")))
     ppo = PPOFlowConfig(num_envs=a.num_envs, decisions_per_env=a.decisions_per_env, k=1, device=a.device)
     bc = BCConfig(steps=a.bc_steps, batch_size=a.bc_batch_size, device=a.device, log_every=100, checkpoint_every=500)
     pipeline = PipelineConfig(collision=CollisionConfig.fast(), preview_size=0, workers=a.workers,
@@ -162,7 +164,7 @@ def summary(b: Bench) -> dict:
     from rl.ablate_report import collect
 
     res = collect(b.work / "abl")
-    arms = [{"arm": x["arm"], "n": x["knobs"]["n"], "seeds_done": x["seeds_done"],
+    arms = [{"arm": x["arm"], "n": x["knobs"]["n"], "dr": x["knobs"]["dr"], "seeds_done": x["seeds_done"],
              **{k: x[k] for k in ("id", "ood", "gap", "ood_novel_category", "env_steps", "iterations",
                                  "train_seconds", "gpu_minutes", "eval_env_steps", "eval_seconds")}}
             for x in res["arms"]]

@@ -106,7 +106,8 @@ def ppoflow(b: Bench, prompt: str, k: int, bc: str, train_pack: str, tag: str | 
                                            "update": mean("time_update_s")},
             "curves": {name: [None if r.get(name) is None else float(f"{float(r[name]):.4g}") for r in rows]
                        for name in ("approx_kl_chain", "clip_frac", "explained_variance", "sigma", "early_stop",
-                                    "lr_actor", "episodes", "pg_grad_cos", "pg_grad_snr")},
+                                    "lr_actor", "episodes", "pg_grad_cos", "pg_grad_snr", "pg_signal_sq",
+                                    "pg_noise_tr", "pg_noise_scale")},
             "last": {k_: tail[-1].get(k_) for k_ in ("approx_kl", "approx_kl_chain", "clip_frac", "sigma",
                                                      "value_loss", "ratio_max_dev", "explained_variance")}}
 

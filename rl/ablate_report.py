@@ -102,6 +102,28 @@ def shape(arms: Sequence[dict]) -> list[dict]:
     return out
 
 
+def knob_effects(arms: Sequence[dict]) -> list[dict]:
+    """Per pair of scored arms that differ in exactly one knob other than N: that knob's effect on ID and OOD success.
+
+    Each effect is ``second - first`` (arms in plan order) with a two-proportion test and its Newcombe 95% interval.
+    """
+    scored = [a for a in arms if a["id"] and a["ood"]]
+    out = []
+    for i, a in enumerate(scored):
+        for b in scored[i + 1:]:
+            diff = [k for k in a["knobs"] if a["knobs"][k] != b["knobs"][k]]
+            if len(diff) != 1 or diff[0] == "n":
+                continue
+            row = {"knob": diff[0], "n": a["knobs"]["n"], "from": a["knobs"][diff[0]], "to": b["knobs"][diff[0]],
+                   "arms": [a["arm"], b["arm"]]}
+            for split in ("id", "ood"):
+                t = two_proportion_test(b[split]["successes"], b[split]["episodes"], a[split]["successes"],
+                                        a[split]["episodes"])
+                row[split] = {"diff": t["diff"], "diff_ci95": t["diff_ci95"], "p_value": t["p_value"]}
+            out.append(row)
+    return out
+
+
 def collect(out: Path, outcomes: Sequence[dict] = ()) -> dict:
     """The ablation's results from its plan and every run's ``result.json`` (plus this call's outcomes).
 
@@ -131,7 +153,8 @@ def collect(out: Path, outcomes: Sequence[dict] = ()) -> dict:
     return {"schema": SCHEMA, "prompt": plan["spec"]["prompt"], "ood_set": plan["ood_set"], "init": plan["init"],
             "learner": learner, "budget": budget_text(learner, abl, bc),
             "budget_env_steps": abl["budget_env_steps"] if learner == "ppoflow" else None, "seeds": seeds,
-            "complete": all(a["complete"] for a in arms), "arms": arms, "runs": runs, "shape": shape(arms)}
+            "complete": all(a["complete"] for a in arms), "arms": arms, "runs": runs, "shape": shape(arms),
+            "knob_effects": knob_effects(arms)}
 
 
 def budget_text(learner: str, ablation: dict, bc: dict) -> str:
@@ -188,6 +211,12 @@ def markdown(results: dict, plot: str | None = "results.png") -> str:
                      f"{100 * r['diff']:+.1f} pts [{100 * r['diff_ci95'][0]:+.1f}, {100 * r['diff_ci95'][1]:+.1f}], "
                      f"gap shrinks by {100 * k['diff']:+.1f} pts [{100 * k['diff_ci95'][0]:+.1f}, "
                      f"{100 * k['diff_ci95'][1]:+.1f}]: **{s['verdict']}**.")
+    for e in results.get("knob_effects", []):
+        i, o = e["id"], e["ood"]
+        lines.append(f"- {e['knob']} {e['from']} -> {e['to']} at N={e['n']}: ID {100 * i['diff']:+.1f} pts "
+                     f"[{100 * i['diff_ci95'][0]:+.1f}, {100 * i['diff_ci95'][1]:+.1f}] (p={i['p_value']:.2f}), "
+                     f"OOD {100 * o['diff']:+.1f} pts [{100 * o['diff_ci95'][0]:+.1f}, "
+                     f"{100 * o['diff_ci95'][1]:+.1f}] (p={o['p_value']:.2f}).")
     if not results["complete"]:
         lines += ["", "Not complete: some runs are unfinished, failed or missing; `scenegen ablate ... --resume`."]
     if plot:

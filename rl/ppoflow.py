@@ -34,7 +34,7 @@ from torch import nn
 
 from rl.policies.noise import NoiseNet, NoisyFlow, cat_embeddings, pooled, take_embedding
 from rl.ppoflow_guards import PPOFlowError, ratio_guard, strict_numerics
-from rl.ppoflow_math import batch_moments, gae, grad_agreement, kl_split
+from rl.ppoflow_math import batch_moments, episode_ids, gae, grad_diagnostics, kl_split
 from rl.rollout import ChunkVec, RayChunkVec, concat_obs, make_rollout_vec, stack_obs, take_obs
 from scenegen.errors import ConfigError
 from scenegen.fileio import write_atomic
@@ -142,8 +142,8 @@ class PPOFlowConfig:
     scored them (on an H200 both moved first-minibatch ratios of a float32 FlowVLA by up to 4%)."""
     grad_diag: bool = False
     """Log how well each rollout's policy gradient agrees with itself (``pg_grad_cos`` of two random halves,
-    ``pg_grad_snr`` of the whole batch; :func:`rl.ppoflow_math.grad_agreement`) and what each update's KL came
-    from (``kl_mean_part``, ``kl_std_part``; :func:`rl.ppoflow_math.kl_split`): three more passes per update."""
+    ``pg_grad_snr`` of the whole batch, ``pg_noise_scale`` in episodes; :func:`rl.ppoflow_math.grad_diagnostics`)
+    and what each update's KL came from (``kl_mean_part``, ``kl_std_part``; :func:`rl.ppoflow_math.kl_split`)."""
 
     def __post_init__(self) -> None:
         checks = {"num_envs": self.num_envs >= 1, "decisions_per_env": self.decisions_per_env >= 1,
@@ -398,8 +398,8 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         terms = agent.logprob_terms(b_chain)  # 1 unless normalised: the chain's log-ratio is this times the mean
         stopped_early, n_batch = False, N * T  # stopped_early and critic_after_stop: only the critic trains on
         guard = ratio_guard(agent, cfg.ratio_guard_tol, buf_obs[0], b_z, b_chain[:N], b_logp[:N], iteration)
-        diag = grad_agreement(agent, flat_obs, b_z, b_chain, b_adv, optim.param_groups[0]["params"],
-                              np.random.default_rng([cfg.seed, iteration]), cfg.minibatch_size) \
+        diag = grad_diagnostics(agent, flat_obs, b_z, b_chain, b_adv, optim.param_groups[0]["params"],
+                                np.random.default_rng([cfg.seed, iteration]), episode_ids(ended), cfg.minibatch_size) \
             if cfg.grad_diag and not warmup else {}
         before = batch_moments(agent, flat_obs, b_z, b_chain, cfg.minibatch_size) if diag else None
         for epoch in range(cfg.update_epochs):

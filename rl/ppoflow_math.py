@@ -4,7 +4,9 @@
 somewhere: the cosine between the gradients of two random halves of the batch. With a true gradient g and
 per-decision noise of energy v, a half of n/2 decisions has E[cos] ~ |g|^2 / (|g|^2 + 2v/n), so the whole
 batch's signal-to-noise energy ratio is about 2c / (1 - c) (``pg_grad_snr``): below 1 the update is mostly
-noise, and a batch k times larger raises it k times. :func:`kl_split` says what an update's KL came from:
+noise, and a batch k times larger raises it k times. :func:`grad_noise_scale` puts a number on it: the batch,
+in episodes, at which the gradient's signal and noise energies are equal. :func:`kl_split` says what an update's KL
+came from:
 the transitions' means moving (the actor) or their stds (the noise network).
 """
 
@@ -60,25 +62,96 @@ def grad_agreement(agent: Any, obs: dict, z: Any, chain: torch.Tensor, adv: torc
     """
     params = [p for p in params if p.requires_grad]
     order = rng.permutation(len(adv))
-    halves = (order[: len(order) // 2], order[len(order) // 2:])
     flat = []
-    for half in halves:
+    for half in (order[: len(order) // 2], order[len(order) // 2:]):
         idx = torch.as_tensor(half, device=adv.device)
         a = adv[idx]
-        a = (a - a.mean()) / (a.std() + 1e-8)
-        acc = [torch.zeros_like(p) for p in params]
-        for s in range(0, len(idx), chunk):
-            part = idx[s:s + chunk]
-            emb = take_embedding(z, part) if z is not None else agent.embed(take_obs(obs, part.cpu().numpy()))
-            loss = -(a[s:s + chunk] * agent.log_prob(emb, chain[part])[0]).sum() / len(idx)
-            for g, x in zip(acc, torch.autograd.grad(loss, params, allow_unused=True), strict=True):
-                if x is not None:
-                    g += x
-        flat.append(torch.cat([g.reshape(-1) for g in acc]).double())
+        flat.append(_pg_grad(agent, obs, z, chain, (a - a.mean()) / (a.std() + 1e-8), idx, params, chunk) / len(idx))
     ga, gb = flat
     cos = float(ga @ gb / (ga.norm() * gb.norm()).clamp_min(1e-30))
     snr = 0.0 if cos <= 0 else 2 * cos / (1 - cos) if cos < 1 else float("inf")
     return {"pg_grad_cos": cos, "pg_grad_snr": snr, "pg_grad_norm": float(((ga + gb) / 2).norm())}
+
+
+def _pg_grad(agent: Any, obs: dict, z: Any, chain: torch.Tensor, a: torch.Tensor, idx: torch.Tensor,
+             params: Sequence[torch.Tensor], chunk: int) -> torch.Tensor:
+    """The flat float64 gradient of ``-sum(a * log_prob)`` over the decisions ``idx`` (``a`` aligned with them)."""
+    acc = [torch.zeros_like(p) for p in params]
+    for s in range(0, len(idx), chunk):
+        part = idx[s:s + chunk]
+        emb = take_embedding(z, part) if z is not None else agent.embed(take_obs(obs, part.cpu().numpy()))
+        loss = -(a[s:s + chunk] * agent.log_prob(emb, chain[part])[0]).sum()
+        for g, x in zip(acc, torch.autograd.grad(loss, params, allow_unused=True), strict=True):
+            if x is not None:
+                g += x
+    return torch.cat([g.reshape(-1) for g in acc]).double()
+
+
+def episode_ids(ended: np.ndarray) -> np.ndarray:
+    """The episode each decision of a ``(T, N)`` rollout belongs to, flattened as ``reshape(-1)`` (0, 1, ...).
+
+    An episode cut by the rollout's start or end counts as one: its decisions are still independent of the
+    other episodes'. ``ended[t, i]`` is 1 where decision t of env i ended its episode.
+    """
+    ended = np.asarray(ended) > 0
+    count = np.vstack([np.zeros((1, ended.shape[1]), dtype=np.int64), np.cumsum(ended, axis=0)[:-1]])
+    raw = count * ended.shape[1] + np.arange(ended.shape[1])
+    return np.unique(raw.reshape(-1), return_inverse=True)[1].reshape(-1)
+
+
+def grad_noise_scale(agent: Any, obs: dict, z: Any, chain: torch.Tensor, adv: torch.Tensor,
+                     params: Sequence[torch.Tensor], episodes: np.ndarray, chunk: int) -> dict[str, float]:
+    """How many episodes an update needs for its policy gradient to be more signal than noise.
+
+    Each episode j gives a gradient G_j (of ``-sum(a * log_prob)`` over its decisions, advantages normalised over
+    the batch); they are independent draws of mean g and covariance C. From M of them,
+    ``(|sum G|^2 - sum |G|^2) / (M (M - 1))`` is an unbiased estimate of |g|^2 and
+    ``(sum |G|^2 - |sum G|^2 / M) / (M - 1)`` one of tr C (McCandlish et al.'s "simple noise scale", per episode).
+    Their ratio is the batch, in episodes, at which noise and signal energy are equal: an update of B episodes
+    has a signal-to-noise energy ratio B |g|^2 / tr C.
+
+    Args:
+        agent: the :class:`~rl.policies.noise.NoisyFlow` whose stored chains are rescored.
+        obs: the batch's observations (flattened over decisions).
+        z: the rollout's embeddings when the encoder is frozen (reused), else None (re-embedded).
+        chain: the stored chains, one per decision.
+        adv: the batch's advantages, one per decision.
+        params: the parameters whose gradient is measured (the actor's).
+        episodes: per decision, its episode (:func:`episode_ids`).
+        chunk: decisions per forward pass.
+
+    Returns:
+        ``pg_signal_sq`` (|g|^2 estimate, may be negative when the signal is buried), ``pg_noise_tr`` (tr C),
+        ``pg_batch_snr`` (M |g|^2 / tr C for this batch's M episodes), ``pg_noise_scale`` (tr C / |g|^2 in
+        episodes; inf when the signal estimate is not positive) and ``pg_groups`` (M, episodes cut by the
+        rollout's ends included). Averages of the first two over updates give a
+        run's noise scale without the bias of averaging ratios. NaN values when there are fewer than 3 episodes.
+    """
+    params = [p for p in params if p.requires_grad]
+    episodes = np.asarray(episodes)
+    m = int(episodes.max()) + 1 if episodes.size else 0
+    if m < 3:
+        return {k: float("nan") for k in ("pg_signal_sq", "pg_noise_tr", "pg_batch_snr", "pg_noise_scale", "pg_groups")}
+    a = (adv - adv.mean()) / (adv.std() + 1e-8)
+    total, sq = None, 0.0
+    for j in range(m):
+        idx = torch.as_tensor(np.flatnonzero(episodes == j), device=adv.device)
+        g = _pg_grad(agent, obs, z, chain, a[idx], idx, params, chunk)
+        total = g if total is None else total + g
+        sq += float(g @ g)
+    tot_sq = float(total @ total)
+    signal = (tot_sq - sq) / (m * (m - 1))
+    noise = (sq - tot_sq / m) / (m - 1)
+    return {"pg_signal_sq": signal, "pg_noise_tr": noise, "pg_batch_snr": m * signal / noise if noise > 0 else 0.0,
+            "pg_noise_scale": noise / signal if signal > 0 else float("inf"), "pg_groups": float(m)}
+
+
+def grad_diagnostics(agent: Any, obs: dict, z: Any, chain: torch.Tensor, adv: torch.Tensor,
+                     params: Sequence[torch.Tensor], rng: np.random.Generator, episodes: np.ndarray,
+                     chunk: int) -> dict[str, float]:
+    """:func:`grad_agreement` and :func:`grad_noise_scale` of one rollout batch, in one dict."""
+    return {**grad_agreement(agent, obs, z, chain, adv, params, rng, chunk),
+            **grad_noise_scale(agent, obs, z, chain, adv, params, episodes, chunk)}
 
 
 def batch_moments(agent: Any, obs: dict, z: Any, chain: torch.Tensor, chunk: int

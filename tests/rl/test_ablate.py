@@ -373,3 +373,20 @@ def test_a_bc_learner_ablation_trains_each_arm_on_demonstrations_of_its_own_scen
         assert len(ids) == n and recorded == set(ids)  # demonstrations of the arm's own scenes, all of them
         assert ds.cameras == ["front", "wrist"]
     assert "BC from scratch" in (out / "results.md").read_text()
+
+
+def test_knob_effects_compare_arms_that_differ_in_one_knob_only():
+    from rl.ablate_report import knob_effects
+
+    def arm(name, n, dr, ids, oods):
+        knobs = {"n": n, "distractors": None, "instances": 0, "layouts": 0, "dr": dr}
+        return {"arm": name, "knobs": knobs, "id": {"successes": ids, "episodes": 40},
+                "ood": {"successes": oods, "episodes": 40}}
+    arms = [arm("n010", 10, True, 30, 4), arm("n010-nodr", 10, False, 36, 0), arm("n050", 50, True, 20, 2),
+            arm("n050-nodr", 50, False, 20, 2)]
+    eff = knob_effects(arms)
+    assert [(e["knob"], e["n"], e["from"], e["to"]) for e in eff] == [("dr", 10, True, False), ("dr", 50, True, False)]
+    assert eff[0]["id"]["diff"] == pytest.approx(6 / 40) and eff[0]["ood"]["diff"] == pytest.approx(-4 / 40)
+    assert eff[1]["id"]["diff"] == 0 and eff[1]["ood"]["p_value"] == 1.0
+    assert eff[0]["id"]["diff_ci95"][0] < eff[0]["id"]["diff"] < eff[0]["id"]["diff_ci95"][1]
+    assert knob_effects([arms[0], arms[2]]) == []  # N alone is the shape's business, not a knob effect

@@ -13,7 +13,7 @@ from torch import nn
 
 from rl import ppoflow
 from rl.ppoflow import PPOFlowConfig
-from rl.ppoflow_math import grad_agreement, kl_split
+from rl.ppoflow_math import episode_ids, grad_agreement, grad_noise_scale, kl_split
 from tests.rl.test_ppoflow import bc_policy, envs
 
 D = 50
@@ -55,6 +55,35 @@ def test_gradient_agreement_tells_a_consistent_signal_from_noise(frozen):
     assert agent.w.grad is None  # it reads gradients, it does not leave them on the parameters
 
 
+def test_the_noise_scale_matches_the_linear_gaussian_s_closed_form():
+    # per decision the gradient of -a * log_prob is -a * chain * x (w = 0). With a = chain * x[0] its mean is -e_0
+    # (|g|^2 = 1) and its noise energy E[chain^4] E[x_0^2 |x|^2] - 1 = 3 (3 + D - 1) - 1 = 155; an "episode" of 8
+    # decisions has |g|^2 = 64 and tr C = 8 * 155, so a batch needs 155 / 8 = 19.4 of them for SNR 1.
+    agent = LinearGaussian()
+    obs, chain, x = _batch(4000, 0)
+    episodes = np.arange(4000) // 8
+    signal = torch.as_tensor(chain.numpy() * x[:, 0], dtype=torch.float32)
+    s = grad_noise_scale(agent, obs, None, chain, signal, list(agent.parameters()), episodes, 64)
+    assert 0.85 * 64 < s["pg_signal_sq"] < 1.15 * 64, s
+    assert 0.8 * 8 * 155 < s["pg_noise_tr"] < 1.2 * 8 * 155, s
+    assert 0.7 * 155 / 8 < s["pg_noise_scale"] < 1.3 * 155 / 8, s
+    assert s["pg_batch_snr"] == pytest.approx(500 * s["pg_signal_sq"] / s["pg_noise_tr"])
+    noise = torch.as_tensor(np.random.default_rng(2).standard_normal(4000), dtype=torch.float32)
+    r = grad_noise_scale(agent, obs, None, chain, noise, list(agent.parameters()), episodes, 64)
+    assert abs(r["pg_batch_snr"]) < 1 and r["pg_noise_scale"] > 20 * s["pg_noise_scale"], r
+    assert agent.w.grad is None
+    few = grad_noise_scale(agent, obs, None, chain, noise, list(agent.parameters()), np.zeros(4000, int), 64)
+    assert all(np.isnan(v) for v in few.values())  # one episode says nothing about the spread between episodes
+
+
+def test_episode_ids_follow_each_env_s_episode_ends():
+    ended = np.array([[0, 1], [1, 0], [0, 0], [0, 1]])  # (T=4, N=2): env 0 ends at t=1; env 1 at t=0 and t=3
+    ids = episode_ids(ended).reshape(4, 2)
+    assert ids[0, 0] == ids[1, 0] != ids[2, 0] == ids[3, 0]
+    assert ids[0, 1] != ids[1, 1] == ids[2, 1] == ids[3, 1]
+    assert len(set(ids.reshape(-1))) == 4 and ids.max() == 3
+
+
 def test_the_diagnostic_is_logged_and_leaves_training_unchanged(tmp_path):
     cfg = PPOFlowConfig(num_envs=4, decisions_per_env=4, total_env_steps=10_000, minibatch_size=8, lr_actor=1e-3)
     outs = {}
@@ -66,6 +95,7 @@ def test_the_diagnostic_is_logged_and_leaves_training_unchanged(tmp_path):
     assert all(torch.equal(a[k], b[k]) for k in a)  # same updates with and without it
     rows = [json.loads(x) for x in (tmp_path / "runTrue" / "metrics.jsonl").read_text().splitlines()]
     assert all(-1 <= r["pg_grad_cos"] <= 1 and r["pg_grad_snr"] >= 0 and r["pg_grad_norm"] > 0 for r in rows)
+    assert all(r["pg_noise_tr"] > 0 and r["pg_noise_scale"] > 0 for r in rows)
     off = json.loads((tmp_path / "runFalse" / "metrics.jsonl").read_text().splitlines()[0])
     assert "pg_grad_cos" not in off
 
