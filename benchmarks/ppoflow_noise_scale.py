@@ -140,7 +140,8 @@ def main() -> None:
         run = work / f"sigma_{s:g}"
         t = time.perf_counter()
         run_sigma(a, s, run, left - 30)
-        doc["sigmas"][f"{s:g}"] = {**strict(summarise(rows_of(run))), "iterations_done": len(rows_of(run)),
+        rows = rows_of(run)
+        doc["sigmas"][f"{s:g}"] = {**strict(summarise(rows)), "iterations_done": len(rows),
                                    "seconds_this_call": round(time.perf_counter() - t, 1)}
         out.write_text(json.dumps(doc, indent=1))
         print(f"sigma {s:g}: {json.dumps(doc['sigmas'][f'{s:g}'])}", flush=True)

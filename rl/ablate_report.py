@@ -177,6 +177,11 @@ def _rate(p: dict | None) -> str:
     return f"{_pct(p['success_rate'])} [{100 * lo:.1f}, {100 * hi:.1f}] (n={p['episodes']})"
 
 
+def _pts(d: dict) -> str:
+    """A difference of rates and its 95% interval, in points: ``+3.8 pts [-1.5, +10.5]``."""
+    return f"{100 * d['diff']:+.1f} pts [{100 * d['diff_ci95'][0]:+.1f}, {100 * d['diff_ci95'][1]:+.1f}]"
+
+
 def _budget(results: dict) -> str:
     return results.get("budget") or f"PPOFlow budget {results['budget_env_steps']} env steps"
 
@@ -198,8 +203,7 @@ def markdown(results: dict, plot: str | None = "results.png") -> str:
              "OOD, novel category | env steps / seed | GPU-min |", "|---|---|---|---|---|---|---|---|---|---|"]
     for a in results["arms"]:
         g = a["gap"]
-        gap = "-" if not g else f"{100 * g['diff']:+.1f} pts [{100 * g['diff_ci95'][0]:+.1f}, " \
-                                f"{100 * g['diff_ci95'][1]:+.1f}]"
+        gap = _pts(g) if g else "-"
         steps = ", ".join(str(s) for s in a["env_steps"]) or "-"
         lines.append(f"| {a['arm']} | {a['knobs']['n']} | {_knob_text(a['knobs'])} | {a['seeds_done']}/{a['seeds']} | "
                      f"{_rate(a['id'])} | {_rate(a['ood'])} | {gap} | {_rate(a['ood_novel_category'])} | {steps} | "
@@ -208,15 +212,11 @@ def markdown(results: dict, plot: str | None = "results.png") -> str:
     for s in results["shape"]:
         r, k = s["ood_rise"], s["gap_shrink"]
         lines.append(f"- {_knob_text({**s['knobs'], 'n': None})}: N={s['n_small']} -> {s['n_large']}: OOD success "
-                     f"{100 * r['diff']:+.1f} pts [{100 * r['diff_ci95'][0]:+.1f}, {100 * r['diff_ci95'][1]:+.1f}], "
-                     f"gap shrinks by {100 * k['diff']:+.1f} pts [{100 * k['diff_ci95'][0]:+.1f}, "
-                     f"{100 * k['diff_ci95'][1]:+.1f}]: **{s['verdict']}**.")
+                     f"{_pts(r)}, gap shrinks by {_pts(k)}: **{s['verdict']}**.")
     for e in results.get("knob_effects", []):
         i, o = e["id"], e["ood"]
-        lines.append(f"- {e['knob']} {e['from']} -> {e['to']} at N={e['n']}: ID {100 * i['diff']:+.1f} pts "
-                     f"[{100 * i['diff_ci95'][0]:+.1f}, {100 * i['diff_ci95'][1]:+.1f}] (p={i['p_value']:.2f}), "
-                     f"OOD {100 * o['diff']:+.1f} pts [{100 * o['diff_ci95'][0]:+.1f}, "
-                     f"{100 * o['diff_ci95'][1]:+.1f}] (p={o['p_value']:.2f}).")
+        lines.append(f"- {e['knob']} {e['from']} -> {e['to']} at N={e['n']}: ID {_pts(i)} (p={i['p_value']:.2f}), "
+                     f"OOD {_pts(o)} (p={o['p_value']:.2f}).")
     if not results["complete"]:
         lines += ["", "Not complete: some runs are unfinished, failed or missing; `scenegen ablate ... --resume`."]
     if plot:

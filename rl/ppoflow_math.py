@@ -6,8 +6,7 @@ per-decision noise of energy v, a half of n/2 decisions has E[cos] ~ |g|^2 / (|g
 batch's signal-to-noise energy ratio is about 2c / (1 - c) (``pg_grad_snr``): below 1 the update is mostly
 noise, and a batch k times larger raises it k times. :func:`grad_noise_scale` puts a number on it: the batch,
 in episodes, at which the gradient's signal and noise energies are equal. :func:`kl_split` says what an update's KL
-came from:
-the transitions' means moving (the actor) or their stds (the noise network).
+came from: the transitions' means moving (the actor) or their stds (the noise network).
 """
 
 from __future__ import annotations
@@ -124,8 +123,8 @@ def grad_noise_scale(agent: Any, obs: dict, z: Any, chain: torch.Tensor, adv: to
         ``pg_signal_sq`` (|g|^2 estimate, may be negative when the signal is buried), ``pg_noise_tr`` (tr C),
         ``pg_batch_snr`` (M |g|^2 / tr C for this batch's M episodes), ``pg_noise_scale`` (tr C / |g|^2 in
         episodes; inf when the signal estimate is not positive) and ``pg_groups`` (M, episodes cut by the
-        rollout's ends included). Averages of the first two over updates give a
-        run's noise scale without the bias of averaging ratios. NaN values when there are fewer than 3 episodes.
+        rollout's ends included). Averages of the first two over updates give a run's noise scale without the
+        bias of averaging ratios. NaN values when there are fewer than 3 episodes.
     """
     params = [p for p in params if p.requires_grad]
     episodes = np.asarray(episodes)
