@@ -141,6 +141,12 @@ class EpisodeConfig:
     """End the episode when every goal holds."""
     max_cached_worlds: int = 8
     """Built worlds kept per env (least recently used ones are closed)."""
+    fresh_worlds: bool = True
+    """Start every episode in a world no episode has run in (a used one is built again: 0.05-0.1 s on 2
+    cores), so that an episode depends only on its seed and scene. Off, a used world is restored from its
+    snapshot (1-2 ms), but Bullet's broadphase (which stale pairs it keeps, the order of its contact
+    manifolds), which ``restoreState`` does not bring back, then carries over: objects fall asleep at other
+    times and the episode drifts from a fresh one (see :meth:`scenegen.tasks.episode.TaskEpisode.reset`)."""
 
     def __post_init__(self) -> None:
         cls = type(self).__name__

@@ -27,6 +27,10 @@ DRAG = 0.06
 """Longest drag (m)."""
 CLEAR = 0.004
 """A planned grasp whose fingertips (or hand) keep less than this (m) inside the opening calls for a drag."""
+STUCK_STEPS = 20
+"""A hand that comes no nearer (by 1 mm) to its spot above the part for this many steps gives the drag up: it
+rests on something (a mug's rim, the other piece) that keeps it off (held-out spoon and fork scene 55e15d2b5757:
+the hand sat on the rim until the episode ran out)."""
 PRESS = 0.002
 """How far (m) the closed fingertips press below the part's top while dragging, keeping 2 mm above the floor.
 At 6 mm the arm pressed a nut into a thin tote floor (5 mm down) and it stayed behind as the fingers slid on
@@ -80,6 +84,13 @@ class DragSkill:
         self.phase, self.count = "above", 0
         self.failure: str | None = None
         self.yaw = expert.env.controller.target_yaw
+        self._nearest, self._still = math.inf, 0
+
+    def _stuck(self, gap: float) -> bool:
+        """The hand, ``gap`` (m) from its waypoint, came no nearer by 1 mm for :data:`STUCK_STEPS` steps."""
+        self._still = self._still + 1 if gap > self._nearest - 0.001 else 0
+        self._nearest = min(self._nearest, gap)
+        return self._still >= STUCK_STEPS
 
     def _press_z(self) -> float:
         w = self.ex.env.world
@@ -109,6 +120,9 @@ class DragSkill:
             if ex._reached(wp) and ctrl.gripper_width() < 0.01:
                 self.phase, self.start = "press", here
                 return self.act()
+            if self._stuck(float(np.linalg.norm(pos - wp))):
+                self.failure = f"the hand cannot come down above {self.node}"
+                return None
             return ex._move(wp, self.yaw, True)
         if self.phase == "press":
             wp = np.array([*self.start, self._press_z()])

@@ -217,7 +217,10 @@ class TaskEpisode(Closeable):
             scene_id = resolve_ids(self.source, (str(options["scene_id"]),))[0]
         else:
             scene_id = self.scene_ids[int(self.np_random.integers(len(self.scene_ids)))]
-        entry = self.cache.get(scene_id)
+        # restoreState puts bodies, velocities and saved contacts back but not Bullet's broadphase (its pairs, the
+        # order of its manifolds): in a used world, objects would fall asleep at other times than in a fresh one
+        entry = self.cache.get(scene_id, unused=self.cfg.fresh_worlds)
+        entry.episodes += 1
         rt = self._runtimes.get(scene_id)
         if rt is None or rt.entry is not entry:
             self._runtimes = {k: v for k, v in self._runtimes.items() if not v.entry.world.closed}

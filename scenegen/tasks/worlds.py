@@ -3,8 +3,9 @@
 A *scene source* is anything with ``scene_ids``, ``scene(id)`` and ``asset_lookup``: a
 :class:`~scenegen.pack.reader.Pack` (or its folder) or an in-memory :class:`SceneSet`.
 :class:`WorldCache` builds one :class:`~scenegen.sim.world.World` per scene, puts the objects
-at their settled poses, snapshots the physics state and restores that snapshot at every
-reset instead of rebuilding.
+at their settled poses and snapshots the physics state; a reset restores that snapshot, in a
+world no episode has run in yet (by default a used one is built again: see
+``EpisodeConfig.fresh_worlds``).
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ class CachedWorld:
     """Node id -> nominal ``mass``, ``inertia``, ``friction``, ``rgba`` (what randomization perturbs)."""
     randomized: bool = False
     """Dynamics or colours differ from nominal now."""
+    episodes: int = 0
+    """Episodes started in this world."""
 
 
 def build_world(scene: Scene, lookup: Any, cfg: EpisodeConfig) -> CachedWorld:
@@ -185,10 +188,14 @@ class WorldCache(Closeable):
         self.capacity = cfg.max_cached_worlds
         self._worlds: OrderedDict[str, CachedWorld] = OrderedDict()
         self.builds = 0
-        """Worlds built so far (a reset of a cached scene builds nothing)."""
+        """Worlds built so far (a reset in a cached world no episode has run in builds nothing)."""
 
-    def get(self, scene_id: str) -> CachedWorld:
+    def get(self, scene_id: str, unused: bool = False) -> CachedWorld:
         """The cached world of a scene, built on first use.
+
+        Args:
+            scene_id: the scene.
+            unused: a world no episode has started in: a used one is closed and built again.
 
         Raises:
             StateError: the cache is closed.
@@ -198,7 +205,11 @@ class WorldCache(Closeable):
             raise StateError(f"the WorldCache is closed; open a new one to build scene {scene_id}")
         if scene_id in self._worlds:
             self._worlds.move_to_end(scene_id)
-            return self._worlds[scene_id]
+            entry = self._worlds[scene_id]
+            if not (unused and entry.episodes):
+                return entry
+            del self._worlds[scene_id]
+            entry.world.close()
         entry = build_world(self.src.scene(scene_id), self.src.asset_lookup, self.cfg)
         self.builds += 1
         self._worlds[scene_id] = entry

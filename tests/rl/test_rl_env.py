@@ -138,9 +138,11 @@ def test_seeded_resets_repeat_exactly_with_randomization(pack):
     b.close()
 
 
-def test_world_is_reused_and_restored(pack):
+@pytest.mark.parametrize("fresh_worlds", [False, True])
+def test_world_is_reused_and_restored(pack, fresh_worlds):
+    """A used world is restored from its snapshot, or (``fresh_worlds``, the default) built again."""
     sid = pack.scene_ids[0]
-    env = PickPlaceEnv(pack, image_keys=(), scene_ids=(sid[:10],))
+    env = PickPlaceEnv(pack, image_keys=(), scene_ids=(sid[:10],), fresh_worlds=fresh_worlds)
     env.reset(seed=0)
     start = env.world.poses()
     q0 = env.world.joint_positions()
@@ -148,7 +150,7 @@ def test_world_is_reused_and_restored(pack):
         env.step(np.array([1, 0, -1, 0.5, -0.5, 1, 1], np.float32))
     env.world.set_pose("banana_1", Pose((0.5, 0.0, 0.3)))
     env.reset(seed=1)
-    assert env.cache.builds == 1
+    assert env.cache.builds == 1 + fresh_worlds
     for n, pose in env.world.poses().items():
         np.testing.assert_allclose(pose.position, start[n].position, atol=1e-9)
     np.testing.assert_allclose(env.world.joint_positions(), q0, atol=1e-9)
@@ -373,7 +375,7 @@ def test_ee7_action_tilts_the_gripper_and_ee5_keeps_it_down(pack):
         env.step(np.array([0, 0, 0, 0, 1, 0, -1], np.float32))
     assert c.target_tilt == pytest.approx(env.cfg.max_tilt, abs=1e-6)
     env.reset(seed=0)
-    assert c.target_tilt == 0.0
+    assert env.controller.target_tilt == 0.0  # a new episode's controller (of its world, built again)
     env.close()
     five = PickPlaceEnv(pack, image_keys=(), action_mode="ee5")
     assert five.action_space.shape == (5,)
