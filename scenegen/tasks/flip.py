@@ -265,10 +265,10 @@ class FlipSkill(MugLand, MugStand, MugTurn):
         self.phase, self.count, self._stall, self._last_z = phase, 0, 0, math.inf
         self._best, self._since = math.inf, 0
 
-    def _no_progress(self, pos: np.ndarray, wp: np.ndarray, steps: int = 15) -> bool:
-        """True once the hand, short of ``wp``, has come no closer to it for ``steps`` steps."""
+    def _no_progress(self, pos: np.ndarray, wp: np.ndarray, steps: int = 15, near: float | None = None) -> bool:
+        """True once the hand has come no closer to ``wp`` for ``steps`` steps (within ``near``, 2 pos_tol: it has)."""
         d = float(np.linalg.norm(np.asarray(pos) - wp))
-        if d < self._best - 0.002 or d < 2 * self.ex.cfg.pos_tol:
+        if d < self._best - 0.002 or d < (2 * self.ex.cfg.pos_tol if near is None else near):
             self._best, self._since = min(d, self._best), 0
         else:
             self._since += 1

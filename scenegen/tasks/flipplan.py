@@ -37,6 +37,7 @@ from scenegen.sim.control import compose_orientation, wrap
 from scenegen.tasks.mugshift import carry_rise, shift_plan
 from scenegen.tasks.mugturn import SIDEWAYS, HandleGrasp, turn_plan
 from scenegen.tasks.plan import YAW_RANGE
+from scenegen.tasks.slices import slice_boxes, surface_points
 from scenegen.tasks.swingcheck import approach_path, reaches
 
 _DOWN = np.array([0.0, 0.0, -1.0])
@@ -188,9 +189,25 @@ def object_box(world: Any, node: str) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(lo, pts.min(axis=0) - BOX_GROW), np.minimum(hi, pts.max(axis=0) + BOX_GROW)
 
 
+def object_boxes(world: Any, node: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """World boxes ``(lo, hi)`` of ``node``: :func:`object_box`, or a row of smaller ones (a long object, diagonal).
+
+    A long object lying across the table's axes is cut into slabs (:func:`scenegen.tasks.slices.slice_boxes`), each
+    box grown by :data:`BOX_GROW` and kept inside the engine's box.
+    """
+    from scenegen.tasks.grasps import grasp_mesh
+
+    mesh = grasp_mesh(world.assets[node]) if node in world.assets else None
+    if mesh is None or not len(mesh[0]):
+        return [object_box(world, node)]
+    pose = world.pose(node)
+    pts = surface_points(*mesh) @ quat_matrix(pose.orientation).T + np.asarray(pose.position, dtype=float)
+    return slice_boxes(pts, BOX_GROW, tuple(np.asarray(v, dtype=float) for v in world.aabb(node)))
+
+
 def other_boxes(world: Any, node: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """World AABBs ``(lo, hi)`` of every object but ``node`` (:func:`object_box`)."""
-    return [object_box(world, n) for n in world.objects() if n != node]
+    """World boxes ``(lo, hi)`` of every object but ``node`` (:func:`object_boxes`: one or more per object)."""
+    return [b for n in world.objects() if n != node for b in object_boxes(world, n)]
 
 
 def _lift_z(ctrl: Any, hg: HandleGrasp, table: float) -> float:

@@ -25,6 +25,8 @@ SIDEWAYS = (math.radians(75), math.radians(130))
 """Band of angles between a handle grasp's approach and the line out from the base that the arm reaches."""
 WRIST_RETRY = 1.5
 """A blocked descent is retried with the wrist turned over when that yaw lies this close (rad) to home."""
+TURN_STALL = 10
+"""Steps a turned hand may come no closer to the turn's last waypoint before the mug is lowered where it is."""
 TURN_TO = math.radians(100)
 """The angle from the line out from the base that a turn brings the approach to (either side)."""
 
@@ -160,10 +162,11 @@ class MugTurn:
             r = self.turn_xy0 - self.axis_xy
             frac = abs(nxt / turn) if abs(turn) > 1e-6 else 1.0  # the carry keeps pace with the turn
             xy = self.axis_xy + frac * self.shift + np.array([c * r[0] - s * r[1], s * r[0] + c * r[1]])
-            if abs(turn - done) < ex.cfg.yaw_tol and ex._reached(np.array([*xy, self.lift_z])):
-                self._set("lower")
+            wp = np.array([*xy, self.lift_z])
+            if abs(turn - done) < ex.cfg.yaw_tol and (ex._reached(wp) or self._no_progress(pos, wp, TURN_STALL, 0.0)):
+                self._set("lower")  # turned: down where the hand is, even when it stopped short of the waypoint
                 return None
-            return self._move(np.array([*xy, self.lift_z]), y0 + nxt, True, 0.3 if self.shift.any() else 0.6)
+            return self._move(wp, y0 + nxt, True, 0.3 if self.shift.any() else 0.6)
         if self.phase == "lower":
             return self._lower(np.zeros(3), ctrl.target_pos[:2])
         if self.phase == "release":
