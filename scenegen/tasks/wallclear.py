@@ -12,10 +12,13 @@ across another pair of flats, then, when no such pair clears, at the yaw nearest
 washer or ring at any yaw; a bolt or a long part keeps its pinch's axis) or moved along its closing axis, by at
 most the slack the open fingers leave around the part (as :func:`~scenegen.tasks.clearance.cleared` does beside a
 neighbour: the near finger then pushes the part back to the middle as they close), the least move first. When none
-clears, the pinch is left as it was (and dragged as before). :func:`wall_stop` ends a descent once the hand presses
-the tote's wall or rim (:data:`WALL_FORCE`): the hand backs up and the stall test ends the descent; the first time
-per goal, the goal is put off until the others are done, so that its later tries cannot spoil theirs. Used by the
-expert only: QA's checks plan with :func:`~scenegen.tasks.plan.plan_grasp`.
+clears, the pinch is left as it was (and dragged as before). The slack is measured on the part's hull: a washer's
+pinch hint is its 1 cm ring, but the fingers close across its whole 4.4 cm footprint. :func:`wall_stop` ends a
+descent once the hand presses the tote's wall or rim (:data:`WALL_FORCE`): the hand backs up and the stall test ends
+the descent; the first time per goal, the goal is put off until the others are done, so that its later tries cannot
+spoil theirs, and the hand opens and rises before the next one (a drag planned from down there swept through the
+tote at 6.5 cm, knocking the parts and the tote about). Used by the expert only: QA's checks plan with
+:func:`~scenegen.tasks.plan.plan_grasp`.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 import numpy as np
 from shapely.geometry import Point, Polygon
 
-from scenegen.geometry import asset_geometry
+from scenegen.geometry import asset_geometry, transform_points
 from scenegen.rotations import quat_matrix
 from scenegen.sim.control import wrap
 from scenegen.sim.world import World
@@ -87,15 +90,30 @@ def wall_clear(world: World, node: str, grasp: Grasp, opening: float, home: floa
     held_in = holder(world, node, point)
     if held_in is None or _clear(held_in, point, grasp.yaw, opening):
         return grasp
-    slack = opening / 2 - grasp.width / 2 - SIDE_GAP
-    shifts = [0.0] + [s * d for d in np.arange(SHIFT_STEP, slack + 1e-9, SHIFT_STEP) for s in (1.0, -1.0)]
+    outline = transform_points(asset_geometry(world.assets[node]).hull, world.pose(node))[:, :2]
+    most = opening / 2 - SIDE_GAP
+    shifts = [0.0] + [s * d for d in np.arange(SHIFT_STEP, most + 1e-9, SHIFT_STEP) for s in (1.0, -1.0)]
     for yaws in _yaws(world, node, grasp, home):
+        room = {yaw: _slack(outline, point, yaw, opening) for yaw in yaws}
         for d in shifts:
             for yaw in yaws:
+                if d > room[yaw][0] + 1e-9 or -d > room[yaw][1] + 1e-9:
+                    continue
                 moved = point + d * np.array([math.sin(yaw), -math.cos(yaw), 0.0])
                 if holder(world, node, moved) is not None and _clear(held_in, moved, yaw, opening):
                     return Grasp(moved, float(yaw), grasp.width, grasp.mode, grasp.finger_speed)
     return grasp
+
+
+def _slack(outline: np.ndarray, point: np.ndarray, yaw: float, opening: float) -> tuple[float, float]:
+    """How far (m) a pinch at ``point``/``yaw`` may move along its closing axis, ``(forward, back)``.
+
+    The open finger left behind keeps :data:`~scenegen.tasks.clearance.SIDE_GAP` from the part's
+    ``outline`` (its hull, world xy): a washer's pinch is bounded by its 4.4 cm footprint, not by its
+    hint's width (its 1 cm ring), which let the finger land on the washer.
+    """
+    along = (outline - np.asarray(point[:2], dtype=float)) @ np.array([math.sin(yaw), -math.cos(yaw)])
+    return opening / 2 - SIDE_GAP + float(along.min()), opening / 2 - SIDE_GAP - float(along.max())
 
 
 def plan_clear(world: World, node: str, max_opening: float, home_yaw: float, reserve: float = 0.0) -> Grasp:
@@ -144,10 +162,14 @@ def wall_stop(expert: Any, node: str) -> bool:
 
     Pressing on, the finger lifted the light tote by its rim (1-4 cm) and the parts still in it fell under its
     floor (sort benchmark traces, tiers 2-3). The first time per goal the goal is also put off until the others are
-    done (:class:`~scenegen.tasks.drag.GoalQueue`), so that a later try at it cannot spoil theirs.
+    done (:class:`~scenegen.tasks.drag.GoalQueue`), so that a later try at it cannot spoil theirs, and the hand
+    opens and rises first (the expert's ``reopen`` phase): the next goal's drag went straight from the rim's height
+    to its part, sweeping the tote (sort benchmark, tier 1, scene dfeb26fd69ad).
     """
     if wall_force(expert.env.world, node) <= WALL_FORCE:
         return False
     if expert.goal_index not in expert.queue.deferred:
         expert.queue.defer(expert)
+        expert.queue.revisit(expert, len(expert.goals))  # the last goal put off: the first one put off is next
+        expert._set("reopen")
     return True

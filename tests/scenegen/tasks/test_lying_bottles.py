@@ -117,14 +117,9 @@ def test_the_hand_keeps_its_yaw_on_the_way_down():
 
 
 @pytest.mark.slow
-def test_a_part_pressed_into_the_tote_floor_is_pinched_at_the_floor(tmp_path_factory):
-    from scenegen.pipeline import PipelineConfig, generate
-
-    pack = generate("sort a nut, a bolt and a washer from the tote into the sorter", 1,
-                    tmp_path_factory.mktemp("sunk") / "pack", seed=2,
-                    config=PipelineConfig(collision=FAST, preview_size=0), progress=False)
-    scene = pack.scenes()[0]
-    with World.build(scene, pack.asset_lookup) as world:
+def test_a_part_pressed_into_the_tote_floor_is_pinched_at_the_floor(tote_pack):
+    scene = tote_pack.scenes()[0]
+    with World.build(scene, tote_pack.asset_lookup) as world:
         nut = next(n for n in world.objects() if n.startswith("hex_nut"))
         pose = world.pose(nut)
         floor = container_floor(world, nut, pose)

@@ -12,15 +12,17 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from scenegen.geometry import asset_geometry, transform_points
 from scenegen.scene import Pose
 from scenegen.sim.world import World
 from scenegen.tasks import wallclear
 from scenegen.tasks.bins import flat_axes, holder, wall_gap
 from scenegen.tasks.blocked import GoalQueue
 from scenegen.tasks.carry import descent_target
+from scenegen.tasks.clearance import SIDE_GAP
 from scenegen.tasks.drag import CLEAR, drag_target
 from scenegen.tasks.plan import plan_grasp
-from scenegen.tasks.wallclear import container_of, wall_clear, wall_stop
+from scenegen.tasks.wallclear import _slack, container_of, wall_clear, wall_stop
 
 
 def _axis(yaw: float) -> np.ndarray:
@@ -28,15 +30,9 @@ def _axis(yaw: float) -> np.ndarray:
 
 
 @pytest.mark.slow
-def test_a_nut_by_the_wall_is_pinched_with_its_fingers_inside_the_tote(tmp_path_factory):
-    from scenegen.pipeline import PipelineConfig, generate
-    from tests.helpers.scene_assets import FAST
-
-    pack = generate("sort a nut, a bolt and a washer from the tote into the sorter", 1,
-                    tmp_path_factory.mktemp("wall") / "pack", seed=2,
-                    config=PipelineConfig(collision=FAST, preview_size=0), progress=False)
-    scene = pack.scenes()[0]
-    with World.build(scene, pack.asset_lookup) as world:
+def test_a_nut_by_the_wall_is_pinched_with_its_fingers_inside_the_tote(tote_pack):
+    scene = tote_pack.scenes()[0]
+    with World.build(scene, tote_pack.asset_lookup) as world:
         nut = next(n for n in world.objects() if n.startswith("hex_nut"))
         opening = world.robot.max_opening
         pose = world.pose(nut)
@@ -73,16 +69,53 @@ def test_a_nut_by_the_wall_is_pinched_with_its_fingers_inside_the_tote(tmp_path_
         assert wall_clear(world, nut, free, opening, 0.0) is free, "a pinch clear of the walls is kept as it is"
 
 
+@pytest.mark.slow
+def test_a_washer_s_pinch_keeps_its_open_fingers_off_the_washer(tote_pack):
+    scene = tote_pack.scenes()[0]
+    with World.build(scene, tote_pack.asset_lookup) as world:
+        washer = next(n for n in world.objects() if n.startswith("washer"))
+        opening, pose = world.robot.max_opening, world.pose(washer)
+        poly = holder(world, washer, np.asarray(pose.position, dtype=float))[0]
+        centre, (x0, y0, x1, y1) = np.asarray(poly.centroid.coords[0]), poly.bounds
+        for edge in ([(x0 + x1) / 2, y0], [x1, (y0 + y1) / 2], [(x0 + x1) / 2, y1], [x0, (y0 + y1) / 2]):
+            inward = (centre - edge) / np.linalg.norm(centre - edge)
+            for t in np.arange(0.04, 0.09, 0.003):  # its centre 4-9 cm from the middle of each wall
+                xy = np.asarray(edge) + t * inward
+                world.set_pose(washer, Pose((float(xy[0]), float(xy[1]), pose.position[2]), pose.orientation))
+                grasp = plan_grasp(world, washer, opening, 0.0)
+                assert grasp.width < 0.5 * world.assets[washer].extents[0], "its hint's width is its ring's"
+                clear = wall_clear(world, washer, grasp, opening, 0.0)
+                outline = transform_points(asset_geometry(world.assets[washer]).hull, world.pose(washer))[:, :2]
+                along = (outline - clear.point[:2]) @ _axis(clear.yaw)
+                # each open finger keeps SIDE_GAP from the washer's 4.4 cm footprint, not from its 1 cm ring
+                assert opening / 2 - max(-along.min(), along.max()) >= SIDE_GAP - 1e-9, (edge, t)
+
+
+def test_the_slack_of_a_pinch_is_what_the_part_s_outline_leaves_the_open_fingers():
+    ring = np.array([[0.5 + 0.022 * math.cos(a), 0.1 + 0.022 * math.sin(a)]
+                     for a in np.linspace(0.0, 2 * math.pi, 72, endpoint=False)])
+    room = 0.04 - SIDE_GAP - 0.022
+    assert _slack(ring, np.array([0.5, 0.1, 0.02]), 0.0, 0.08) == pytest.approx((room, room), abs=1e-4)
+    # pinched 5 mm off its centre toward -y (yaw 0 closes along -y): 5 mm less room on that way, 5 mm more back
+    assert _slack(ring, np.array([0.5, 0.095, 0.02]), 0.0, 0.08) == pytest.approx((room - 0.005, room + 0.005),
+                                                                                abs=1e-4)
+
+
 def test_a_descent_pressing_the_tote_wall_stops_and_puts_the_goal_off_once(monkeypatch):
     forces = iter([2.0, 30.0, 30.0])
     monkeypatch.setattr(wallclear, "wall_force", lambda world, node: next(forces))
     phases = []
     ex = SimpleNamespace(goal_index=0, tries=1, queue=GoalQueue(), env=SimpleNamespace(world=None),
-                         _set=phases.append)
+                         _set=phases.append, goals=["nut", "bolt"])
     assert not wall_stop(ex, "hex_nut_1"), "a light touch (the floor's, a graze) goes on down"
-    assert wall_stop(ex, "hex_nut_1") and ex.goal_index == 1 and ex.queue.pending == [0] and phases == ["plan"]
+    assert wall_stop(ex, "hex_nut_1") and ex.goal_index == 1 and ex.queue.pending == [0]
+    # put off, the hand opens and rises before the next goal: a drag from down here swept the tote's parts
+    assert phases == ["plan", "reopen"]
     ex.goal_index = 0  # taken up again after the others: stopped, not put off a second time
     assert wall_stop(ex, "hex_nut_1") and ex.goal_index == 0 and ex.queue.pending == [0]
+    forces = iter([30.0])
+    ex.goal_index, phases[:] = 1, []  # the last goal put off: the hand rises before the first one put off
+    assert wall_stop(ex, "bolt_1") and ex.goal_index == 0 and ex.queue.pending == [1] and phases == ["plan", "reopen"]
     pos, point = np.array([0.5, 0.1, 0.06]), np.array([0.5, 0.1, 0.02])
     assert np.allclose(descent_target(pos, point, stop=True), [0.5, 0.1, 0.065]), "it backs up"
     assert np.allclose(descent_target(pos, point), point)
