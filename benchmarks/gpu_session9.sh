@@ -10,13 +10,15 @@
 #    -> $OUT/seed_tasks_bimanual_n50.json (resumes too: F again if a cell is missing).
 # Calls back to back on one warm machine, each under 10 minutes:
 #     bash benchmarks/gpu_session9.sh D; bash benchmarks/gpu_session9.sh E; bash benchmarks/gpu_session9.sh F
-PH=$1
+PH=$1  # SEED_T: seconds a call may run (560)
 S0=$(date +%s)  # the call's start: the wheel install below counts against the 560 s
 . benchmarks/gpu_common.sh
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 seed() {  # $1 robot, $2 tiers, $3 results file
-  timeout $(( 560 - ($(date +%s) - S0) )) python3 benchmarks/seed_tasks.py --robot $1 --n 50 --tiers $2 \
-    --workers 15 --work $W/seed --out $OUT/$3 >> $G/seed.log 2>&1; }
+  timeout $(( ${SEED_T:-560} - ($(date +%s) - S0) )) python3 benchmarks/seed_tasks.py --robot $1 --n 50 --tiers $2 \
+    --workers 15 --work $W/seed --out $OUT/$3 >> $G/seed.log 2>&1
+  # the episode rows so far (a cell unfinished at the kill is rebuilt from them)
+  (cd $W/seed && tar czf $OUT/seed_rows.tgz $(find . -name '*.rows.jsonl' -o -name '*.gen.json')); }
 case $PH in
 D|E) seed panda 1-5 seed_tasks_n50.json ;;
 F) seed bimanual_panda 1-3 seed_tasks_bimanual_n50.json ;;
