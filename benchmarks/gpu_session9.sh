@@ -1,5 +1,6 @@
 #!/bin/bash
-# The ninth GPU session's seed-task phases (one H200 host, 16 CPU cores; planned, not run): the scripted expert on
+# The ninth GPU session's seed-task phases (one H200 host, 16 CPU cores; D ran, then its command with --tasks
+# flip_mugs,bottles_in_bin: see benchmarks/README.md): the scripted expert on
 # the three seed-task families at 50 scenes per task and tier (issue 19; the 2-core dev machine measured 12):
 # D: benchmarks/seed_tasks.py --n 50 --tiers 1-5 --workers 15: the packs' generations and then their episodes share 15
 #    busy processes; each episode's row is appended to $W/seed/panda/TASK/tier-K.rows.jsonl as it ends, so the kill
