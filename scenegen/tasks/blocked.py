@@ -176,7 +176,28 @@ def maybe_push(expert: Any, node: str, grasp: Any) -> PushSkill | Defer | GiveUp
     return PushSkill(expert, node, grasp, *plan)
 
 
-class PushSkill:
+class Skill:
+    """A skill the expert steps through: ``act`` gives its actions, None once it is over.
+
+    :meth:`step` then hands back to the expert: it plans again, or, when the skill set a ``failure``, retries.
+    """
+
+    ex: Any
+    failure: str | None = None
+
+    def act(self) -> np.ndarray | None:
+        """The next action, or None when the skill is over."""
+        raise NotImplementedError
+
+    def step(self) -> np.ndarray | None:
+        """The expert's next action; when the skill is over, hands back (plan again, or retry on a failure)."""
+        action = self.act()
+        if action is None:
+            self.ex._set("plan") if self.failure is None else self.ex._retry(self.failure)
+        return action
+
+
+class PushSkill(Skill):
     """Closed-loop push of one lying bottle from its side: above the touch point, down, push, rise."""
 
     def __init__(self, expert: Any, node: str, grasp: Any, shift: np.ndarray, touch: np.ndarray) -> None:
@@ -198,13 +219,6 @@ class PushSkill:
         """The world point of the bottle's axis at the planned grasp's station."""
         pose = self.ex.env.world.pose(self.node)
         return np.asarray(pose.position, dtype=float) + quat_matrix(pose.orientation)[:, 2] * self.station
-
-    def step(self) -> np.ndarray | None:
-        """The expert's next action; when the push is over, hands back (plan again)."""
-        action = self.act()
-        if action is None:
-            self.ex._set("plan")
-        return action
 
     def act(self) -> np.ndarray | None:
         """The next action, or None when the push is over."""

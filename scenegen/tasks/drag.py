@@ -18,7 +18,7 @@ import numpy as np
 from scenegen.relations import z_range
 from scenegen.sim.world import World
 from scenegen.tasks.bins import holder, wall_gap
-from scenegen.tasks.blocked import Defer, GiveUp, GoalQueue, PushSkill, maybe_push
+from scenegen.tasks.blocked import Defer, GiveUp, GoalQueue, PushSkill, Skill, maybe_push
 from scenegen.tasks.grasps import FINGERTIP_BELOW
 
 __all__ = ["DragSkill", "GoalQueue", "drag_target", "maybe_drag"]
@@ -76,7 +76,7 @@ def maybe_drag(expert: Any, node: str, grasp: Any) -> DragSkill | PushSkill | De
     return DragSkill(expert, node, target)
 
 
-class DragSkill:
+class DragSkill(Skill):
     """Closed-loop drag of one part: above it, press, slide, rise (driven by the scripted expert)."""
 
     def __init__(self, expert: Any, node: str, target: np.ndarray) -> None:
@@ -96,13 +96,6 @@ class DragSkill:
         w = self.ex.env.world
         bottom, top = z_range(w.pose(self.node), tuple(w.assets[self.node].extents))
         return max(top - PRESS, bottom + 0.002) + FINGERTIP_BELOW
-
-    def step(self) -> np.ndarray | None:
-        """The expert's next action; when the drag is over, hands back (plan again, or retry on failure)."""
-        action = self.act()
-        if action is None:
-            self.ex._set("plan") if self.failure is None else self.ex._retry(self.failure)
-        return action
 
     def act(self) -> np.ndarray | None:
         """The next action, or None when the drag is over (``failure`` says if it failed)."""

@@ -21,6 +21,7 @@ import shapely.affinity
 
 from scenegen.relations import footprint
 from scenegen.sim.world import World
+from scenegen.tasks.blocked import Skill
 from scenegen.tasks.clearance import blocker, neighbours
 from scenegen.tasks.drag import maybe_drag
 from scenegen.tasks.plan import Grasp, plan_grasp
@@ -97,7 +98,7 @@ def maybe_regrasp(expert: Any, node: str, grasp: Grasp) -> RegraspSkill | None:
     return RegraspSkill(expert, node, free, shift)
 
 
-class RegraspSkill:
+class RegraspSkill(Skill):
     """Pick a piece at a clear pinch, move it by ``shift`` a little above the table, set it down, rise."""
 
     def __init__(self, expert: Any, node: str, grasp: Grasp, shift: np.ndarray) -> None:
@@ -105,13 +106,6 @@ class RegraspSkill:
         self.shift = np.asarray(shift, dtype=float)
         self.phase, self.count = "above", 0
         self.goal = np.r_[np.asarray(grasp.point[:2], dtype=float) + self.shift, float(grasp.point[2])]
-
-    def step(self) -> np.ndarray | None:
-        """The expert's next action; None once the piece is set down (the expert plans the goal again)."""
-        action = self.act()
-        if action is None:
-            self.ex._set("plan")
-        return action
 
     def act(self) -> np.ndarray | None:
         """The next action, or None when the regrasp is over (done or given up)."""
