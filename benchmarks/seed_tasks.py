@@ -72,11 +72,17 @@ def _r(x: float, d: int = 3) -> float:
     return round(float(x), d)
 
 
-def step_budget(pack: Any, steps_per_goal: int) -> int:
-    """The pack's episode budget: ``max(MIN_STEPS, steps_per_goal x goals)`` for its largest task."""
+def goal_units_by_scene(pack: Any) -> dict[str, int]:
+    """Scene id -> its task's goal units (:func:`scenegen.tasks.config.goal_units`: a flip counts as two)."""
     from scenegen.tasks.config import goal_units
 
-    return max(MIN_STEPS, steps_per_goal * max(goal_units(pack.scene(s).graph.goals) for s in pack.scene_ids))
+    return {s: goal_units(pack.scene(s).graph.goals) for s in pack.scene_ids}
+
+
+def step_budget(units: dict[str, int], steps_per_goal: int) -> int:
+    """A pack's episode budget from its :func:`goal_units_by_scene`: ``max(MIN_STEPS, steps_per_goal x goals)``
+    for its largest task."""
+    return max(MIN_STEPS, steps_per_goal * max(units.values()))
 
 
 def _episode_row(env: Any, pack: Any, sid: str, seed: int) -> dict:
@@ -120,7 +126,7 @@ def measure(pack_dir: Path, steps_per_goal: int, seed: int) -> dict:
     pack = load_pack(pack_dir)
     if not len(pack):
         return {"scenes": 0}
-    budget = step_budget(pack, steps_per_goal)
+    budget = step_budget(goal_units_by_scene(pack), steps_per_goal)
     env = PickPlaceEnv(pack, image_keys=(), max_episode_steps=budget)
     try:
         rows = [_episode_row(env, pack, sid, seed) for sid in pack.scene_ids]
@@ -189,6 +195,8 @@ class Cell:
     """:func:`generate_cell`'s result (``PACK.gen.json``), None until generated."""
     budget: int = 0
     sids: list[str] = field(default_factory=list)
+    units: dict[str, int] = field(default_factory=dict)
+    """Scene id -> goal units (:func:`goal_units_by_scene`), read with the pack."""
     rows: dict[str, dict] = field(default_factory=dict)
     """Scene id -> :func:`episode`'s row (``PACK.rows.jsonl``)."""
 
@@ -201,7 +209,8 @@ class Cell:
         if not self.gen or not self.gen.get("accepted"):
             return
         pack = load_pack(self.pack)
-        self.budget, self.sids = step_budget(pack, steps_per_goal), list(pack.scene_ids)
+        self.units = goal_units_by_scene(pack)
+        self.budget, self.sids = step_budget(self.units, steps_per_goal), list(pack.scene_ids)
         rows, sids = read_rows(self.side(".rows.jsonl")), set(self.sids)
         self.rows = {s: r for s, r in rows.items() if s in sids and r["seed"] == seed and r["budget"] == self.budget}
 
@@ -274,8 +283,6 @@ def run_cells(cells: list[Cell], args: argparse.Namespace, record: Callable[[Cel
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     from scenegen.attempts import _worker_init
-    from scenegen.tasks.config import goal_units
-
     t0, slots = time.perf_counter(), args.workers
     gens = sorted((c for c in cells if c.gen is None), key=lambda c: -c.tier)
     per_gen = min(slots, args.gen_workers or max(1, slots // max(1, len(gens))))
@@ -288,9 +295,8 @@ def run_cells(cells: list[Cell], args: argparse.Namespace, record: Callable[[Cel
         if not todo:
             record(cell)
             return
-        pack = load_pack(cell.pack)
         for sid in todo:
-            heapq.heappush(queue, (-goal_units(pack.scene(sid).graph.goals), counts["queued"], cell, sid))
+            heapq.heappush(queue, (-cell.units[sid], counts["queued"], cell, sid))
             counts["queued"] += 1
 
     for cell in cells:

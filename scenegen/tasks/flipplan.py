@@ -178,15 +178,23 @@ def object_box(world: Any, node: str) -> tuple[np.ndarray, np.ndarray]:
     19 cm (the mug is 11 x 9 x 10) and a peach's 17 x 19 x 20 cm, so that every flip beside them counted as
     sweeping into them and the flip was given up ("could not reach above the handle").
     """
+    lo, hi = (np.asarray(v, dtype=float) for v in world.aabb(node))
+    pts = _posed_points(world, node)
+    if pts is None:
+        return lo, hi
+    return np.maximum(lo, pts.min(axis=0) - BOX_GROW), np.minimum(hi, pts.max(axis=0) + BOX_GROW)
+
+
+def _posed_points(world: Any, node: str, surface: bool = False) -> np.ndarray | None:
+    """``node``'s mesh vertices (``surface``: and points on its triangles) in the world; None without a mesh."""
     from scenegen.tasks.grasps import grasp_mesh
 
-    lo, hi = (np.asarray(v, dtype=float) for v in world.aabb(node))
     mesh = grasp_mesh(world.assets[node]) if node in world.assets else None
     if mesh is None or not len(mesh[0]):
-        return lo, hi
+        return None
     pose = world.pose(node)
-    pts = np.asarray(mesh[0], dtype=float) @ quat_matrix(pose.orientation).T + np.asarray(pose.position, dtype=float)
-    return np.maximum(lo, pts.min(axis=0) - BOX_GROW), np.minimum(hi, pts.max(axis=0) + BOX_GROW)
+    pts = surface_points(*mesh) if surface else np.asarray(mesh[0], dtype=float)
+    return pts @ quat_matrix(pose.orientation).T + np.asarray(pose.position, dtype=float)
 
 
 def object_boxes(world: Any, node: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -195,13 +203,9 @@ def object_boxes(world: Any, node: str) -> list[tuple[np.ndarray, np.ndarray]]:
     A long object lying across the table's axes is cut into slabs (:func:`scenegen.tasks.slices.slice_boxes`), each
     box grown by :data:`BOX_GROW` and kept inside the engine's box.
     """
-    from scenegen.tasks.grasps import grasp_mesh
-
-    mesh = grasp_mesh(world.assets[node]) if node in world.assets else None
-    if mesh is None or not len(mesh[0]):
+    pts = _posed_points(world, node, surface=True)
+    if pts is None:
         return [object_box(world, node)]
-    pose = world.pose(node)
-    pts = surface_points(*mesh) @ quat_matrix(pose.orientation).T + np.asarray(pose.position, dtype=float)
     return slice_boxes(pts, BOX_GROW, tuple(np.asarray(v, dtype=float) for v in world.aabb(node)))
 
 
