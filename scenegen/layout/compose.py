@@ -16,7 +16,7 @@ from scenegen.graph import SceneGraph
 from scenegen.layout.config import LayoutConfig
 from scenegen.layout.solver import solve_layout
 from scenegen.scene import Light, Scene
-from scenegen.sim.camera import DEFAULT_TASK_ZONE, default_cameras
+from scenegen.sim.camera import DEFAULT_TASK_ZONE, FRAME_MARGIN, FRONT_ELEVATION_DEG, FRONT_FOV_DEG, default_cameras
 from scenegen.sim.robots import DEFAULT_ROBOT, get_robot
 
 
@@ -32,11 +32,11 @@ class SceneConfig:
     """Camera image width (pixels)."""
     image_height: int = 128
     """Camera image height (pixels)."""
-    front_fov_deg: float = 40.0
+    front_fov_deg: float = FRONT_FOV_DEG
     """Vertical field of view of the front camera."""
-    front_elevation_deg: float = 65.0
+    front_elevation_deg: float = FRONT_ELEVATION_DEG
     """Angle of the front camera's line of sight below the horizontal."""
-    frame_margin: float = 0.05
+    frame_margin: float = FRAME_MARGIN
     """The front camera frames the layout's task zone widened by this much (m) on every side."""
     wrist_fov_deg: float = 70.0
     """Vertical field of view of the wrist camera."""

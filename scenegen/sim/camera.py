@@ -3,9 +3,12 @@
 A fixed ``front`` camera stands across the bench from the robot, looking back at it and down,
 framing the *task zone* (where the layout puts targets and receptacles, inside the robot's
 comfortable reach) as a third-person camera over a real ~1 m bench does: the zone, widened by
-a margin for the objects' own size, fills the image, so a 12 cm marker covers about a hundred
-pixels of a 128 x 128 frame. A ``wrist`` camera rides on the robot's hand link (its ``eye``,
-``target`` and ``up`` are then expressed in that link's frame).
+a margin for the objects' own size, fills the image, so a 12 cm marker at the zone's far edge
+(next to the robot) still covers about a hundred pixels of a 128 x 128 frame. A steep view
+(80 degrees) through a narrow lens (20 degrees, from about 1.4 m) keeps the far edge nearly as
+large as the near one; the zone's y extent sets the distance, and the bench beyond the zone
+(where distractors may stand) is partly out of the frame. A ``wrist`` camera rides on the
+robot's hand link (its ``eye``, ``target`` and ``up`` are then expressed in that link's frame).
 """
 
 from __future__ import annotations
@@ -27,10 +30,16 @@ if TYPE_CHECKING:
 
 DEFAULT_TASK_ZONE = (0.40, -0.17, 0.66, 0.17)
 """``(xmin, ymin, xmax, ymax)`` (m, robot base frame) of the centres of targets and receptacles."""
+FRONT_FOV_DEG = 20.0
+"""Vertical field of view of the front camera."""
+FRONT_ELEVATION_DEG = 80.0
+"""Angle of the front camera's line of sight below the horizontal."""
+FRAME_MARGIN = 0.05
+"""The front camera frames the task zone widened by this much (m) on every side."""
 
 
-def frame_zone(zone: tuple[float, float, float, float], table_height: float = 0.0, fov_deg: float = 40.0,
-               elevation_deg: float = 65.0, margin: float = 0.05,
+def frame_zone(zone: tuple[float, float, float, float], table_height: float = 0.0, fov_deg: float = FRONT_FOV_DEG,
+               elevation_deg: float = FRONT_ELEVATION_DEG, margin: float = FRAME_MARGIN,
                height: float = 0.08) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
     """Eye and target of a camera on the +x side of ``zone`` that frames it.
 
@@ -69,8 +78,9 @@ def frame_zone(zone: tuple[float, float, float, float], table_height: float = 0.
 
 
 def default_cameras(robot: RobotSpec, zone: tuple[float, float, float, float] = DEFAULT_TASK_ZONE,
-                    table_height: float = 0.0, width: int = 128, height: int = 128, fov_deg: float = 40.0,
-                    wrist_fov_deg: float = 70.0, elevation_deg: float = 65.0, margin: float = 0.05) -> list[Camera]:
+                    table_height: float = 0.0, width: int = 128, height: int = 128, fov_deg: float = FRONT_FOV_DEG,
+                    wrist_fov_deg: float = 70.0, elevation_deg: float = FRONT_ELEVATION_DEG,
+                    margin: float = FRAME_MARGIN) -> list[Camera]:
     """The ``front`` camera framing the task zone (see :func:`frame_zone`) and the ``wrist`` camera.
 
     A multi-arm robot gets one wrist camera per arm instead, ``wrist_<arm>`` (``wrist_left``, ``wrist_right``).

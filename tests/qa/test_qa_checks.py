@@ -175,8 +175,9 @@ def test_semantic_rejects_a_goal_that_holds_at_the_start(kit, cache):
 
 def test_visibility_rejects_target_hidden_behind_cereal_box(kit):
     graph, assets = kit
-    # the front camera looks from +x back at the robot: a cereal box turned broadside at larger x hides block_1
-    scene = place(graph, assets, moved(GOOD, cereal_box_1=(0.62, 0.10, QUARTER)))
+    # the front camera looks steeply down from +x back at the robot: a cereal box turned broadside just
+    # in front of block_1 (larger x) hides it
+    scene = place(graph, assets, moved(GOOD, cereal_box_1=(0.55, 0.10, QUARTER)))
     with settled(scene, assets) as world:
         before = world.poses()
         res = _check("visibility", scene, world)
@@ -184,7 +185,7 @@ def test_visibility_rejects_target_hidden_behind_cereal_box(kit):
     assert not res.passed
     assert res.reason.startswith("occluded: target block_1"), res.reason
     b1 = res.metrics["objects"]["block_1"]
-    assert b1["pixels_alone"] > 20 and b1["occlusion"] > 0.9
+    assert b1["pixels_alone"] > 20 and b1["occlusion"] > 0.7  # the steep view still sees its top edge
     assert res.metrics["objects"]["block_2"]["occlusion"] < 0.05
 
 
