@@ -43,6 +43,7 @@ from scenegen.tasks.plan import (
 from scenegen.tasks.precheck import out_of_reach
 from scenegen.tasks.recheck import bumps, knocked_out
 from scenegen.tasks.regrasp import before_grasp
+from scenegen.tasks.release import release_step
 from scenegen.tasks.tracker import world_goal_holds
 from scenegen.tasks.wallclear import plan_clear, wall_stop
 from scenegen.validate import int_in, is_finite, require
@@ -114,6 +115,7 @@ class ScriptedExpert:
         self.swing: np.ndarray | None = None
         self.reserve, self.upright = 0.0, False
         self.flip: FlipSkill | None = None
+        self.opened_at: int | None = None  # the release step the fingers began to open at (tasks.release)
         self.drag: DragSkill | None = None
         self.queue = GoalQueue()  # goals put off until the others are handled (scenegen.tasks.blocked)
         self._last_width = self._last_z = math.inf
@@ -317,11 +319,8 @@ class ScriptedExpert:
                 self._set("release")
                 return None
             return self._move(wp, self.carry_yaw, True, swing=self.swing)
-        if self.phase == "release":
-            if self.count >= self.cfg.open_steps:
-                self._set("retreat")
-                return None
-            return self._move(ctrl.target_pos, ctrl.target_yaw, False, swing=self.swing)
+        if self.phase == "release":  # over a sorter, the fingertips rise clear of its walls first
+            return release_step(self)
         if self.phase == "retreat":
             wp = np.array([ctrl.target_pos[0], ctrl.target_pos[1], max(hover_z, pos[2])])
             if self.count >= 3 and (pos[2] > hover_z - self.cfg.pos_tol or self.count > 30):

@@ -126,3 +126,48 @@ def test_wall_gap_is_negative_when_a_finger_or_the_hand_leaves_the_opening():
     assert wall_gap(tote, shallow, along_x, 0.08) == pytest.approx(0.03)   # the hand stays above the rim
     assert wall_gap(tote, deep, along_x, 0.08) == pytest.approx(0.03 - HAND_HALF[1])
     assert wall_gap(tote, shallow, along_y, 0.08) == pytest.approx(0.03 - 0.05)   # a fingertip over the wall
+
+
+@pytest.mark.slow
+def test_open_fingers_low_in_a_compartment_rise_clear_before_opening_and_leave_the_sorter(sort_pack):
+    """Opened 2 mm below the rim, the fingers pressed both walls of the compartment and the retreat lifted the
+    sorter (scene c38321ac268c); the release now raises the closed hand clear of the rim first."""
+    from scenegen.tasks.config import EpisodeConfig
+    from scenegen.tasks.episode import TaskEpisode
+    from scenegen.tasks.expert import ScriptedExpert
+    from scenegen.tasks.release import FINGER_REACH, clear_height
+    from scenegen.tasks.worlds import SceneSet
+
+    scene = sort_pack.scenes()[0]
+    env = TaskEpisode(SceneSet([scene], sort_pack.asset_lookup),
+                      EpisodeConfig(image_keys=(), render_max_faces=0, max_episode_steps=400))
+    try:
+        env.reset(seed=0)
+        expert, w, ctrl = ScriptedExpert(env), env.world, env.controller
+        index, goal = next((i, g) for i, g in enumerate(expert.goals) if g.predicate == "in" and g.slot)
+        sp = w.pose("sorter_1")
+        rot = quat_matrix(sp.orientation)
+        slot = asset_slots(w.assets["sorter_1"])[goal.slot]
+        centre = rot[:2, :2] @ slot.mean(axis=0) + np.asarray(sp.position[:2])
+        size = slot.max(axis=0) - slot.min(axis=0)
+        # the fingers close across the compartment's narrower side: open, their outer faces span it
+        yaw = float(np.arctan2(rot[1, 0], rot[0, 0])) + (np.pi / 2 if size[0] < size[1] else 0.0)
+        low = clear_height(w, goal) - FINGER_REACH - 0.002 - 0.002  # the fingertips 2 mm below the rim
+        assert clear_height(w, Goal(goal.subject, "in", "tote_1")) is None, "a tote has no compartments"
+        for wp, speed in (((*centre, low + 0.08), 1.0), ((*centre, low), 0.2)):
+            for _ in range(100):
+                env.step(expert._move(np.array(wp), yaw, True, speed))
+                if np.linalg.norm(ctrl.ee_pose()[0] - np.array(wp)) < 0.0015:
+                    break
+        assert abs(ctrl.ee_pose()[0][2] - low) < 0.003, "the closed hand is down between the walls"
+        before = np.asarray(w.pose("sorter_1").position)
+        expert.goal_index, expert.phase, expert.count = index, "release", 0
+        for _ in range(60):
+            env.step(expert.act())
+            if expert.phase not in ("release", "retreat"):
+                break
+        assert expert.phase not in ("release", "retreat") and ctrl.ee_pose()[0][2] > low + 0.04, expert.phase
+        moved = float(np.linalg.norm(np.asarray(w.pose("sorter_1").position) - before))
+        assert moved < 0.002, f"the retreat moved the sorter {moved * 1000:.1f} mm"
+    finally:
+        env.close()
