@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from scenegen.fileio import Closeable
+from scenegen.tasks.footprint import shape_body
 
 ARM_MARGIN = 0.005
 """Least clearance (m) of the arm's links (hand and fingers included) from another object's box.
@@ -52,11 +53,8 @@ class Obstacles(Closeable):
         self.links = arm_links(twin, ctrl)
         self.bodies: list[int] = []
         c = twin.client
-        for lo, hi in boxes:
-            lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
-            half = np.maximum(0.5 * (hi - lo), 1e-3)
-            shape = p.createCollisionShape(p.GEOM_BOX, halfExtents=half.tolist(), physicsClientId=c)
-            self.bodies.append(p.createMultiBody(0.0, shape, -1, (0.5 * (hi + lo)).tolist(), physicsClientId=c))
+        for box in boxes:  # a Shape as its upright prism (scenegen.tasks.footprint), a plain (lo, hi) as its box
+            self.bodies.append(shape_body(p, c, box))
 
     def near(self) -> bool:
         """True when a link of the arm, as the twin is posed now, lies within the margin of an obstacle."""

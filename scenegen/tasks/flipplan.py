@@ -34,6 +34,7 @@ import numpy as np
 
 from scenegen.rotations import quat_matrix
 from scenegen.sim.control import compose_orientation, wrap
+from scenegen.tasks.footprint import box_shape, footprint, inside
 from scenegen.tasks.mugshift import carry_rise, shift_plan
 from scenegen.tasks.mugturn import SIDEWAYS, HandleGrasp, turn_plan
 from scenegen.tasks.plan import YAW_RANGE
@@ -156,7 +157,8 @@ def sweep_hits(path: list[tuple[np.ndarray, np.ndarray]], verts: np.ndarray,
                boxes: list[tuple[np.ndarray, np.ndarray]]) -> bool:
     """True when the mug (``verts``, world, as pinched at ``path[2]``), carried along the rest of ``path``, meets a box.
 
-    ``boxes`` are the other objects' world AABBs ``(lo, hi)``, each grown by :data:`SWEEP_MARGIN`.
+    ``boxes`` are the other objects' world boxes ``(lo, hi)`` or prisms (:class:`~scenegen.tasks.footprint.Shape`),
+    each grown by :data:`SWEEP_MARGIN`.
     """
     if not boxes:
         return False
@@ -164,8 +166,8 @@ def sweep_hits(path: list[tuple[np.ndarray, np.ndarray]], verts: np.ndarray,
     local = (np.asarray(verts, dtype=float) - pos0) @ rot0
     for pos, rot in path[3:]:
         pts = local @ rot.T + pos
-        for lo, hi in boxes:
-            if np.any(np.all((pts > np.asarray(lo) - SWEEP_MARGIN) & (pts < np.asarray(hi) + SWEEP_MARGIN), axis=1)):
+        for box in boxes:
+            if np.any(inside(box, pts, SWEEP_MARGIN)):
                 return True
     return False
 
@@ -198,19 +200,24 @@ def _posed_points(world: Any, node: str, surface: bool = False) -> np.ndarray | 
 
 
 def object_boxes(world: Any, node: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """World boxes ``(lo, hi)`` of ``node``: :func:`object_box`, or a row of smaller ones (a long object, diagonal).
+    """World shapes of ``node`` (:class:`~scenegen.tasks.footprint.Shape`, each also its box ``(lo, hi)``): one or more.
 
-    A long object lying across the table's axes is cut into slabs (:func:`scenegen.tasks.slices.slice_boxes`), each
-    box grown by :data:`BOX_GROW` and kept inside the engine's box.
+    The tightest of: its upright prism (:func:`scenegen.tasks.footprint.footprint`, a rectangle turned as the object
+    is, or a circle), or, a long object lying across the table's axes, a row of slabs' boxes
+    (:func:`scenegen.tasks.slices.slice_boxes`); each grown by :data:`BOX_GROW` and kept inside the engine's box.
     """
     pts = _posed_points(world, node, surface=True)
     if pts is None:
-        return [object_box(world, node)]
-    return slice_boxes(pts, BOX_GROW, tuple(np.asarray(v, dtype=float) for v in world.aabb(node)))
+        return [box_shape(*object_box(world, node))]
+    within = tuple(np.asarray(v, dtype=float) for v in world.aabb(node))
+    prism = footprint(pts, BOX_GROW, within)
+    slabs = slice_boxes(pts, BOX_GROW, within)
+    area = sum(float(np.prod(np.maximum(hi - lo, 0.0)[:2])) for lo, hi in slabs)
+    return [prism] if len(slabs) < 2 or prism.area() <= area else [box_shape(lo, hi) for lo, hi in slabs]
 
 
 def other_boxes(world: Any, node: str) -> list[tuple[np.ndarray, np.ndarray]]:
-    """World boxes ``(lo, hi)`` of every object but ``node`` (:func:`object_boxes`: one or more per object)."""
+    """World shapes (boxes ``(lo, hi)`` too) of every object but ``node`` (:func:`object_boxes`: one or more each)."""
     return [b for n in world.objects() if n != node for b in object_boxes(world, n)]
 
 
@@ -260,7 +267,7 @@ def plan_flip(ctrl: Any, hg: HandleGrasp, verts: np.ndarray, base_xy: np.ndarray
         hover: height (m) the empty hand moves at.
         table: the table's height (m).
         turn: whether a turn may come first.
-        boxes: the other objects' world AABBs, which the swinging mug must miss (:func:`other_boxes`).
+        boxes: the other objects' world shapes, which the swinging mug must miss (:func:`other_boxes`).
         carry: the table's world box ``(lo, hi)`` when the turn may carry the mug elsewhere first, else None (the
             flip gives it on the retry of a flip that could not reach the handle: the dry run is stricter than the
             world, and a first attempt often works).

@@ -8,6 +8,7 @@ import numpy as np
 from scenegen.rotations import axis_angle_quat, quat_matrix
 from scenegen.scene import Pose
 from scenegen.tasks import flipplan, grasps
+from scenegen.tasks.footprint import inside
 from scenegen.tasks.slices import KEEP_AREA, slice_boxes, surface_points
 
 
@@ -57,7 +58,8 @@ def test_a_compact_or_axis_aligned_object_keeps_one_box():
         assert np.allclose(boxes[0][0], pts.min(axis=0) - 0.005) and np.allclose(boxes[0][1], pts.max(axis=0) + 0.005)
 
 
-def test_other_boxes_slices_a_diagonal_neighbour_inside_the_engine_box(monkeypatch):
+def test_other_boxes_fit_a_diagonal_neighbour_inside_the_engine_box(monkeypatch):
+    # a straight handle lying diagonally: its turned rectangle (scenegen.tasks.footprint) is tighter than the slabs
     mesh = _cuboid((0.3, 0.03, 0.03))
     monkeypatch.setattr(grasps, "grasp_mesh", lambda asset: mesh)
     q = axis_angle_quat((0.0, 0.0, 1.0), math.pi / 4)
@@ -65,8 +67,26 @@ def test_other_boxes_slices_a_diagonal_neighbour_inside_the_engine_box(monkeypat
     world = SimpleNamespace(assets={"hammer_1": object(), "mug_1": object()}, objects=lambda: ["hammer_1", "mug_1"],
                             pose=lambda n: Pose((0.5, 0.0, 0.015), q), aabb=lambda n: loose)
     boxes = flipplan.other_boxes(world, "mug_1")
-    assert len(boxes) > 3
     assert all(np.all(lo >= loose[0]) and np.all(hi <= loose[1]) for lo, hi in boxes)
+    area = sum(b.area() for b in boxes)
+    slabs = slice_boxes(surface_points(*mesh) @ quat_matrix(q).T + [0.5, 0.0, 0.015], flipplan.BOX_GROW)
+    assert len(slabs) > 3 and area < sum(float(np.prod((hi - lo)[:2])) for lo, hi in slabs)
+    corner = np.array([[0.6, -0.1, 0.015]])  # the whole box's empty corner
+    assert not any(inside(b, corner)[0] for b in boxes)
+
+
+def test_other_boxes_keep_the_slabs_of_a_bent_object(monkeypatch):
+    # an L lying diagonally: the slabs cover less of the table than any one rectangle around it
+    a, fa = _cuboid((0.3, 0.03, 0.03))
+    b, fb = _cuboid((0.03, 0.3, 0.03))
+    mesh = (np.concatenate([a + [0.15, 0.0, 0.0], b + [0.0, 0.15, 0.0]]), np.concatenate([fa, fb + 8]))
+    monkeypatch.setattr(grasps, "grasp_mesh", lambda asset: mesh)
+    q = axis_angle_quat((0.0, 0.0, 1.0), math.pi / 4)
+    loose = (np.array([-1.0, -1.0, -1.0]), np.array([1.0, 1.0, 1.0]))
+    world = SimpleNamespace(assets={"l_1": object()}, objects=lambda: ["l_1"], pose=lambda n: Pose((0, 0, 0), q),
+                            aabb=lambda n: loose)
+    boxes = flipplan.object_boxes(world, "l_1")
+    assert len(boxes) > 3 and all(b.yaw == 0.0 and b.radius is None for b in boxes)
 
 
 def test_a_slab_without_surface_is_left_out():
