@@ -116,13 +116,11 @@ def inside(shape: tuple[np.ndarray, np.ndarray], pts: np.ndarray, margin: float 
 
 def shape_body(p: Any, client: int, shape: tuple[np.ndarray, np.ndarray]) -> int:
     """A fixed body of ``shape`` (a Shape's prism, or a plain box) in the pybullet ``client``; returns its id."""
-    lo, hi = np.asarray(shape[0], dtype=float), np.asarray(shape[1], dtype=float)
+    if not isinstance(shape, Shape):
+        shape = box_shape(*shape)  # a plain box: the rectangle not turned
+    lo, hi = shape
     hz = max(0.5 * float(hi[2] - lo[2]), 1e-3)
     zc = 0.5 * float(hi[2] + lo[2])
-    if not isinstance(shape, Shape):
-        half = np.maximum(0.5 * (hi - lo), 1e-3)
-        col = p.createCollisionShape(p.GEOM_BOX, halfExtents=half.tolist(), physicsClientId=client)
-        return p.createMultiBody(0.0, col, -1, (0.5 * (hi + lo)).tolist(), physicsClientId=client)
     pos = [float(shape.centre[0]), float(shape.centre[1]), zc]
     if shape.radius is not None:
         col = p.createCollisionShape(p.GEOM_CYLINDER, radius=max(shape.radius, 1e-3), height=2.0 * hz,

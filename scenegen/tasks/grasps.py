@@ -33,9 +33,11 @@ from scenegen.scene import Pose
 
 FINGERTIP_BELOW = 0.0072
 """How far (m) the Panda's fingertips reach below its grasp target (``panda_grasptarget``)."""
+FINGER_REACH = 0.0086
+"""How far (m) the Panda's finger collision shapes reach below its grasp target (measured)."""
 TABLE_CLEARANCE = 0.0105
 """Lowest grasp-target height (m) above the table: the fingertips stay just clear of it. The fingers'
-collision shapes reach 8.6 mm below the target (measured); at 8 mm they pressed on the table and its
+collision shapes reach :data:`FINGER_REACH` below the target; at 8 mm they pressed on the table and its
 friction held them open (a marker lying on the table was missed in 6 of 20 grasps)."""
 PINCH_MIN = 0.003
 """Least height (m) of material the finger pads must overlap."""

@@ -1,14 +1,14 @@
 """Letting go over a sorter's compartment: the fingertips rise clear of its walls before the fingers open.
 
 A part sorted into a compartment is lowered until its fingertip target is 1 cm above the sorter's rim
-(:func:`scenegen.tasks.bins.slot_drop`), but the fast descent overshoots that target by about 3 mm and the
-fingers' collision shapes reach :data:`FINGER_REACH` below it, so the fingertips ended 2 mm below the rim. Opened
-there, the Panda's fingers span about 9 cm across their outer faces, the width of a compartment: they pressed
-both walls' top edges from the inside (55 N each) and stopped opening, and the retreat lifted the 0.58 kg sorter
-with them up to 0.44 m, then dropped it, spilling the parts already sorted (sort benchmark, tier 3, scene
-c38321ac268c: a 5 cm bearing ring; the expert then ran out of steps). :func:`release_step` first raises the
-closed hand until the fingertips clear the rim by :data:`RIM_CLEARANCE` (a few steps at most), then opens it as
-before; any other release is left as it was.
+(:func:`scenegen.tasks.bins.slot_drop`), but the fast descent overshoots that target by about 3 mm and the fingers'
+collision shapes reach :data:`~scenegen.tasks.grasps.FINGER_REACH` below it, so the fingertips ended 2 mm below the
+rim. Opened there, the Panda's fingers span about 9 cm across their outer faces, the width of a compartment: they
+pressed both walls' top edges from the inside (55 N each) and stopped opening, and the retreat lifted the 0.58 kg
+sorter with them up to 0.44 m, then dropped it, spilling the parts already sorted (sort benchmark, tier 3, scene
+c38321ac268c: a 5 cm bearing ring; the expert then ran out of steps). :func:`release_step` first raises the closed
+hand until the fingertips clear the rim by :data:`RIM_CLEARANCE` (a few steps at most), then opens it as before;
+any other release is left as it was.
 """
 
 from __future__ import annotations
@@ -18,11 +18,9 @@ from typing import Any
 import numpy as np
 
 from scenegen.relations import z_range
+from scenegen.tasks.grasps import FINGER_REACH
 from scenegen.tasks.tracker import asset_slots
 
-FINGER_REACH = 0.0086
-"""How far (m) the Panda's finger collision shapes reach below its grasp target (measured, see
-:data:`~scenegen.tasks.grasps.TABLE_CLEARANCE`)."""
 RIM_CLEARANCE = 0.001
 """The fingertips open only once their lowest point is this far (m) above the compartments' rim."""
 RISE_ABOVE = 0.0005

@@ -6,7 +6,7 @@ import numpy as np
 
 from scenegen.graph import Goal
 from scenegen.scene import Pose
-from scenegen.tasks import release
+from scenegen.tasks import grasps, release
 from scenegen.tasks.expert import ExpertConfig
 
 
@@ -50,7 +50,7 @@ GOAL = Goal("hex_nut_1", "in", "sorter_1", "A")
 
 
 def test_the_closed_hand_rises_clear_of_the_rim_before_the_fingers_open():
-    least = 0.05 + release.FINGER_REACH + release.RIM_CLEARANCE
+    least = 0.05 + grasps.FINGER_REACH + release.RIM_CLEARANCE
     ex = _Expert(least - 0.004, GOAL, SLOTS)
     assert release.clear_height(ex.env.world, GOAL) == np.float64(least)
     closes = ex.run([least - 0.004, least - 0.001, least + 0.001, least + 0.002, least + 0.003, least + 0.003])

@@ -135,7 +135,8 @@ def test_open_fingers_low_in_a_compartment_rise_clear_before_opening_and_leave_t
     from scenegen.tasks.config import EpisodeConfig
     from scenegen.tasks.episode import TaskEpisode
     from scenegen.tasks.expert import ScriptedExpert
-    from scenegen.tasks.release import FINGER_REACH, clear_height
+    from scenegen.tasks.grasps import FINGER_REACH
+    from scenegen.tasks.release import clear_height
     from scenegen.tasks.worlds import SceneSet
 
     scene = sort_pack.scenes()[0]
