@@ -8,6 +8,8 @@
 #    by hand from A's scores: bc_25 or bc_50), PPOFlow K=1 with the settings in $PPO -> $OUT/ppoflow_lift_s11.json.
 # Calls back to back on one warm machine, each under 10 minutes:
 #     bash benchmarks/gpu_session11.sh A; BC_RUN=bc_25 bash benchmarks/gpu_session11.sh B; ... C
+# Run on 2026-12-03 at b92d611: A, then B and C with BC_RUN=bc_50 PPO_MIN=11.5; C ended without scores (the
+# ppoflow_lift.py bug fixed since), and a fourth call scored them: the lift11 line with --budget 330 --ppo-minutes 10.
 PH=$1
 BC_OUT=bc_dr_s11.json; LIFT_OUT=ppoflow_lift_s11.json; . benchmarks/gpu_common.sh
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1

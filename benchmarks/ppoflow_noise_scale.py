@@ -13,6 +13,9 @@ sigma: the training rollouts' success (with the injected noise), episodes and se
 the wall-clock one update of B episodes would take with these envs. Non-finite values are written as null
 (an infinite noise scale: the signal estimate was not positive).
 
+``--summarise METRICS.jsonl`` applies the same summary to a training run's metrics (a run that moved its policy,
+so the rollouts are only nearly one distribution: a run whose KL per update is small) and writes it to ``--out``.
+
 Usage (each sigma's run resumes where a killed call stopped; sigmas already measured are skipped)::
 
     python benchmarks/ppoflow_noise_scale.py --init BC_RUN --pack PACK --work W --device cuda \\
@@ -108,9 +111,10 @@ def strict(x):
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--init", required=True, help="the BC run (its policy/ folder's parent) to start from")
-    ap.add_argument("--pack", required=True, help="the training pool")
-    ap.add_argument("--work", required=True)
+    ap.add_argument("--summarise", default=None, help="only summarise this training run's metrics.jsonl")
+    ap.add_argument("--init", help="the BC run (its policy/ folder's parent) to start from")
+    ap.add_argument("--pack", help="the training pool")
+    ap.add_argument("--work")
     ap.add_argument("--sigmas", default="0.075,0.15,0.3")
     ap.add_argument("--num-envs", type=int, default=14)
     ap.add_argument("--decisions-per-env", type=int, default=64)
@@ -122,6 +126,16 @@ def main() -> None:
     ap.add_argument("--extra", default="--critic-privileged", help="more `train ppoflow` options, one string")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "ppoflow_noise_scale.json"))
     a = ap.parse_args()
+    if a.summarise:
+        f = Path(a.summarise)
+        rows = [r for r in (json.loads(x) for x in f.read_text().splitlines()) if r.get("kind", "ppoflow") == "ppoflow"]
+        doc = {"command": "python benchmarks/ppoflow_noise_scale.py " + " ".join(sys.argv[1:]), "metrics": f.name,
+               "iterations": len(rows), **strict(summarise(rows))}
+        Path(a.out).write_text(json.dumps(doc, indent=1))
+        print(json.dumps(doc, indent=1))
+        return
+    if not (a.init and a.pack and a.work):
+        ap.error("--init, --pack and --work are needed (or --summarise METRICS.jsonl)")
     t0 = time.perf_counter()
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)

@@ -49,3 +49,30 @@ def test_the_benchmarks_still_start(script):
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--help"], capture_output=True,
                          text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 0 and "--budget" in res.stdout, res.stderr[-2000:]
+
+
+def test_ppoflow_lift_counts_a_share_with_under_a_minute_left_as_done(tmp_path, monkeypatch):
+    """The eleventh GPU session's call C stopped 'out of time' with 6 s of its PPOFlow share left and no score."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("scenegen_ppoflow_lift", ROOT / "benchmarks" / "ppoflow_lift.py")
+    lift = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lift)
+    args = argparse.Namespace(work=str(tmp_path), budget=600.0, ppo_minutes=10.0, num_envs=2, device="cpu",
+                              ppo_args="")
+    key = f"{lift.slug('p q')}/ppo_k1"
+    run = tmp_path / lift.slug("p q") / "ppo_k1"
+    run.mkdir(parents=True)
+    row = {"env_steps": 10, "success_rate": 0.5, "env_steps_per_s": 1.0, "decisions_per_s": 1.0, "time_env_s": 1.0,
+           "time_policy_s": 1.0, "time_update_s": 1.0}
+    (run / "metrics.jsonl").write_text(json.dumps(row) + "\n")
+    calls = []
+    b = lift.Bench(args, {"ppo_seconds": {key: 600.0 - 0.5 * lift.MIN_CHUNK_S}})
+    b.cli = lambda *a: calls.append(a)
+    out = lift.ppoflow(b, "p q", 1, "bc", "pack")
+    assert not calls and out["wall_clock_total_s"] == 600.0 - 0.5 * lift.MIN_CHUNK_S and out["iterations"] == 1
+    b2 = lift.Bench(argparse.Namespace(**{**vars(args), "work": str(tmp_path / "w2")}), {"ppo_seconds": {}})
+    b2.left = lambda: 100.0  # a share of 10 min with 40 s of the call left to run it in: out of time, resumable
+    b2.cli = lambda *a: calls.append(a)
+    with pytest.raises(lift.OutOfTime):
+        lift.ppoflow(b2, "p q", 1, "bc", "pack")
+    assert not calls
