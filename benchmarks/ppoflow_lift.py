@@ -14,7 +14,7 @@ Per prompt (``--prompts``; one single-object and one multi-object by default):
 4. ``eval_bc``: the BC policy, noise-free, at K=10 and at K=1, on the pool and on the held-out scenes
    (``--eval-episodes`` each; rl.evaluate, the code of ``scenegen eval``).
 5. ``ppo_k{K}`` for each K of ``--ks``: ``scenegen train ppoflow`` from the BC run for ``--ppo-minutes``
-   of wall-clock in all (resumed across calls, same config), then ``eval_k{K}``: the fine-tuned policy at its
+   of wall-clock in all, or until ``--ppo-steps`` env steps (equal training for every K) (resumed across calls, same config), then ``eval_k{K}``: the fine-tuned policy at its
    K on the pool and on the held-out scenes. Throughput and the time split come from its metrics.jsonl.
 6. ``latency``: per-chunk inference latency of the BC policy at K=10 and K=1, batch 1 and 64.
 
@@ -76,20 +76,25 @@ def evaluate(b: Bench, policy: str, pack: str, k: int, dr: bool = False) -> dict
 
 
 def ppoflow(b: Bench, prompt: str, k: int, bc: str, train_pack: str, tag: str | None = None) -> dict:
-    """Resume ``train ppoflow`` for K until its share of ``--ppo-minutes`` is used; the wall-clock accumulates."""
+    """Resume ``train ppoflow`` for K until its share of ``--ppo-minutes`` is used or it took ``--ppo-steps``.
+
+    The wall-clock accumulates over calls.
+    """
     tag = tag or f"ppo_k{k}"
     key = f"{slug(prompt)}/{tag}"
     base = b.work / slug(prompt)
     run = base / tag
     used = b.state["ppo_seconds"].get(key, 0.0)
     total = b.args.ppo_minutes * 60
-    while total - used >= MIN_CHUNK_S:  # under a minute of the share left: the run is done, not out of time
+    steps = getattr(b.args, "ppo_steps", None)
+    # under a minute of the share left, or the run's env steps taken: the run is done, not out of time
+    while total - used >= MIN_CHUNK_S and not (steps and _steps_done(run) >= steps):
         chunk = min(total - used, b.left() - 60)  # leaves time for the env start-up and the export
         if chunk < MIN_CHUNK_S:
             raise OutOfTime(key)
         t = time.perf_counter()
         b.cli("train", "ppoflow", "--init", bc, "--pack", train_pack, "-o", str(run),
-              "--num-envs", str(b.args.num_envs), "--steps", "100000000", "--k", str(k),
+              "--num-envs", str(b.args.num_envs), "--steps", str(steps or 100_000_000), "--k", str(k),
               *(["--ft-steps", "1"] if k > 1 else []), "--device", b.args.device, "--resume",
               "--time-budget", str(int(chunk)), "--eval-episodes", "0", *b.args.ppo_args.split())
         used += time.perf_counter() - t
@@ -112,6 +117,13 @@ def ppoflow(b: Bench, prompt: str, k: int, bc: str, train_pack: str, tag: str | 
                                     "pg_noise_tr", "pg_noise_scale")},
             "last": {k_: tail[-1].get(k_) for k_ in ("approx_kl", "approx_kl_chain", "clip_frac", "sigma",
                                                      "value_loss", "ratio_max_dev", "explained_variance")}}
+
+
+def _steps_done(run: Path) -> int:
+    """Env steps the PPOFlow run in ``run`` has taken (0 before its first iteration)."""
+    f = run / "metrics.jsonl"
+    lines = f.read_text().splitlines() if f.is_file() else []
+    return int(json.loads(lines[-1])["env_steps"]) if lines else 0
 
 
 def latency(b: Bench, policy_dir: str) -> dict:
@@ -316,6 +328,8 @@ def main() -> None:
     ap.add_argument("--bc-ks", type=int, nargs="*", default=[10, 1],
                     help="K values the BC policy is scored at (none: not scored here, e.g. by a parallel call)")
     ap.add_argument("--ppo-minutes", type=float, default=20.0, help="PPOFlow wall-clock per prompt and K")
+    ap.add_argument("--ppo-steps", type=int, default=None,
+                    help="PPOFlow env steps per prompt and K (equal training across K; --ppo-minutes still caps it)")
     ap.add_argument("--ppo-args", default="--decisions-per-env 32 --minibatch-size 128 --clip-eps 0.01",
                     help="extra `train ppoflow` options (the same every call: --resume checks)")
     ap.add_argument("--num-envs", type=int, default=16)

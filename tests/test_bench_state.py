@@ -76,3 +76,6 @@ def test_ppoflow_lift_counts_a_share_with_under_a_minute_left_as_done(tmp_path, 
     with pytest.raises(lift.OutOfTime):
         lift.ppoflow(b2, "p q", 1, "bc", "pack")
     assert not calls
+    b3 = lift.Bench(argparse.Namespace(**{**vars(args), "ppo_steps": 10}), {"ppo_seconds": {}})
+    b3.cli = lambda *a: calls.append(a)  # --ppo-steps 10, and the run's last row says 10 env steps: done
+    assert lift.ppoflow(b3, "p q", 1, "bc", "pack")["env_steps"] == 10 and not calls
