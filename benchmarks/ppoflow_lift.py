@@ -14,8 +14,9 @@ Per prompt (``--prompts``; one single-object and one multi-object by default):
 4. ``eval_bc``: the BC policy, noise-free, at K=10 and at K=1, on the pool and on the held-out scenes
    (``--eval-episodes`` each; rl.evaluate, the code of ``scenegen eval``).
 5. ``ppo_k{K}`` for each K of ``--ks``: ``scenegen train ppoflow`` from the BC run for ``--ppo-minutes``
-   of wall-clock in all, or until ``--ppo-steps`` env steps (equal training for every K) (resumed across calls, same config), then ``eval_k{K}``: the fine-tuned policy at its
-   K on the pool and on the held-out scenes. Throughput and the time split come from its metrics.jsonl.
+   of wall-clock in all, or until ``--ppo-steps`` env steps (equal training for every K), resumed across
+   calls with the same config; then ``eval_k{K}``: the fine-tuned policy at its K on the pool and on the
+   held-out scenes. Throughput and the time split come from its metrics.jsonl.
 6. ``latency``: per-chunk inference latency of the BC policy at K=10 and K=1, batch 1 and 64.
 
 With ``--rft-rollouts N``, ``rft`` runs first: ``scenegen train rft`` from the BC run (N rollouts on the pool
