@@ -59,8 +59,8 @@ def run_sigma(a: argparse.Namespace, sigma: float, run: Path, budget: float) -> 
 
 
 def rows_of(run: Path) -> list[dict]:
-    """The run's metrics rows (PPOFlow iterations), [] before its first."""
-    f = run / "metrics.jsonl"
+    """The metrics rows (PPOFlow iterations) of a run folder or of its metrics.jsonl, [] before its first."""
+    f = run if run.suffix == ".jsonl" else run / "metrics.jsonl"
     if not f.is_file():
         return []
     return [r for r in (json.loads(x) for x in f.read_text().splitlines()) if r.get("kind", "ppoflow") == "ppoflow"]
@@ -128,7 +128,7 @@ def main() -> None:
     a = ap.parse_args()
     if a.summarise:
         f = Path(a.summarise)
-        rows = [r for r in (json.loads(x) for x in f.read_text().splitlines()) if r.get("kind", "ppoflow") == "ppoflow"]
+        rows = rows_of(f)
         doc = {"command": "python benchmarks/ppoflow_noise_scale.py " + " ".join(sys.argv[1:]), "metrics": f.name,
                "iterations": len(rows), **strict(summarise(rows))}
         Path(a.out).write_text(json.dumps(doc, indent=1))
