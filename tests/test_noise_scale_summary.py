@@ -16,14 +16,19 @@ def _row(i: int, signal: float, noise: float, warm: bool = False) -> dict:
             "pg_grad_cos": 0.1}
 
 
-def test_summarise_pools_the_updates_after_the_warm_up(tmp_path):
-    rows = [_row(0, float("nan"), float("nan"), warm=True), _row(1, 2.0, 100.0), _row(2, 4.0, 300.0)]
+def _summarise(tmp_path: Path, rows: list[dict]) -> dict:
+    """The script's --summarise output for these metrics rows."""
     f = tmp_path / "metrics.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "summary.json"
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ppoflow_noise_scale.py"), "--summarise", str(f),
                     "--out", str(out)], check=True, capture_output=True)
-    doc = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_summarise_pools_the_updates_after_the_warm_up(tmp_path):
+    rows = [_row(0, float("nan"), float("nan"), warm=True), _row(1, 2.0, 100.0), _row(2, 4.0, 300.0)]
+    doc = _summarise(tmp_path, rows)
     assert doc["iterations"] == 3 and doc["rollouts"] == 2 and doc["episodes"] == 20
     assert abs(doc["noise_scale_episodes"] - 200.0 / 3.0) < 1e-9  # mean tr C / mean |g|^2, pooled
     assert abs(doc["rollout_seconds_per_episode"] - 0.4) < 1e-9
@@ -31,12 +36,7 @@ def test_summarise_pools_the_updates_after_the_warm_up(tmp_path):
 
 def test_summarise_reports_no_signal_as_a_lower_bound(tmp_path):
     rows = [_row(i, s, 1000.0) for i, s in enumerate((-5.0, 1.0, -3.0, 2.0))]
-    f = tmp_path / "metrics.jsonl"
-    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = tmp_path / "summary.json"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ppoflow_noise_scale.py"), "--summarise", str(f),
-                    "--out", str(out)], check=True, capture_output=True)
-    doc = json.loads(out.read_text())
+    doc = _summarise(tmp_path, rows)
     assert doc["noise_scale_episodes"] is None  # the pooled signal is not positive: no point estimate
     lo, hi = doc["noise_scale_ci95"]
     assert lo is not None and lo > 0 and hi is None
