@@ -13,6 +13,10 @@
 #    scenes -> $OUT/ppoflow_lift_s12_{k1,k10,multi}.json. C again (it resumes) until all three say "all stages done".
 # Calls back to back on one warm machine, each under 10 minutes:
 #     bash benchmarks/gpu_session12.sh A; bash benchmarks/gpu_session12.sh B; bash benchmarks/gpu_session12.sh C
+# The machine is given back after 30 s idle, and the work folder with it. Run in the twelfth session, A and B went
+# through and the machine was gone before C (benchmarks/README.md). To train and score in one call after A, so that
+# a lost machine loses no result: PPO_MIN=6 PPO_STEPS=100000 BC_KS= bash benchmarks/gpu_session12.sh B
+# (BC_KS empty: the BC baseline is A's scores, pool and held-out, nominal; 6 min of PPOFlow leave ~150 s to score).
 PH=$1
 BC_OUT=unused.json; . benchmarks/gpu_common.sh
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -28,14 +32,14 @@ bc() {  # $1 prompt, $2 tag, $3 episode step limit (two goals need more than 300
 lift() {  # $1 prompt, $2 BC work tag, $3 K, $4 tag, $5 BC K values scored here (none: scored by another process)
   local base=$W/bcs_$2/$(echo "$1" | tr ' ' _)
   timeout 590 python3 benchmarks/ppoflow_lift.py --work $W/lift_$4 --device cuda --budget 545 --prompts "$1" \
-    --init-bc $base/bc_50 --train-pack $base/pool --held-pack $base/held --ks $3 --ppo-minutes 13 --ppo-steps 150000 \
+    --init-bc $base/bc_50 --train-pack $base/pool --held-pack $base/held --ks $3 --ppo-minutes ${PPO_MIN:-13} --ppo-steps ${PPO_STEPS:-150000} \
     --num-envs 5 --workers 5 --eval-episodes 30 --eval-dr --no-numerics --bc-ks $5 --ppo-args "$PPO" \
     --out $OUT/ppoflow_lift_s12_$4.json >> $G/lift_$4.log 2>&1
   cp $W/lift_$4/state.json $OUT/lift_state_$4.json 2>/dev/null
   cp $W/lift_$4/*/ppo_k$3/metrics.jsonl $OUT/ppoflow_metrics_s12_$4.jsonl 2>/dev/null; }
 case $PH in
 A) bc "$P" banana 300 & bc "$M" multi 400 & wait ;;
-B|C) lift "$P" banana 1 k1 10 & lift "$P" banana 10 k10 "" & lift "$M" multi 1 multi 10 & wait ;;
+B|C) lift "$P" banana 1 k1 "${BC_KS-10}" & lift "$P" banana 10 k10 "" & lift "$M" multi 1 multi "${BC_KS-10}" & wait ;;
 *) echo "usage: bash $0 A|B|C" >&2; exit 2 ;;
 esac
 collect_logs

@@ -4,7 +4,8 @@
         -o benchmarks/ppoflow_curves.png
 
 Each curve is one PPOFlow run (``ppo_*`` stages of every prompt): the share of the episodes that ended
-in an iteration that succeeded, raw and as a 10-iteration moving average.
+in an iteration that succeeded, raw and as a 10-iteration moving average. A run's ``metrics.jsonl`` (a file
+ending in ``.jsonl``) gives its curve too, when the run was never scored into a results file.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ import json
 from pathlib import Path
 
 import numpy as np
+from ppoflow_noise_scale import rows_of
 
 
 def curves(paths: list[str]) -> dict[str, list[float]]:
     """``{label: success per iteration}`` for every PPOFlow stage of the given result files."""
     out = {}
     for path in paths:
+        if path.endswith(".jsonl"):
+            out[Path(path).stem] = [float(r["success_rate"]) for r in rows_of(Path(path))]
+            continue
         doc = json.loads(Path(path).read_text())
         for prompt, stages in doc["prompts"].items():
             for tag, v in stages.items():

@@ -40,3 +40,20 @@ def test_summarise_reports_no_signal_as_a_lower_bound(tmp_path):
     assert doc["noise_scale_episodes"] is None  # the pooled signal is not positive: no point estimate
     lo, hi = doc["noise_scale_ci95"]
     assert lo is not None and lo > 0 and hi is None
+
+
+def test_plot_reads_a_runs_metrics_file(tmp_path):
+    """plot_ppoflow.py draws an unscored run from its metrics.jsonl: one point per PPOFlow row, in order."""
+    f = tmp_path / "run_metrics.jsonl"
+    rows = [_row(1, 1.0, 10.0), {"kind": "eval", "success_rate": 0.9}, {**_row(2, 1.0, 10.0), "success_rate": 0.25}]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "curves.png"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "plot_ppoflow.py"), str(f), "-o", str(out)],
+                   check=True, capture_output=True)
+    assert out.stat().st_size > 1000
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from plot_ppoflow import curves
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert curves([str(f)]) == {"run_metrics": [0.5, 0.25]}
