@@ -33,6 +33,7 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+import shapely
 from shapely.geometry import MultiPoint, MultiPolygon, Point, Polygon
 
 from scenegen.errors import ConfigError, GraphError
@@ -184,8 +185,8 @@ class Body:
 
     def _posed(self, poly: np.ndarray) -> Polygon:
         rot = quat_matrix(self.pose.orientation)
-        pts = np.c_[np.asarray(poly, dtype=float), np.zeros(len(poly))] @ rot.T
-        return Polygon(pts[:, :2] + np.asarray(self.pose.position[:2], dtype=float))
+        pts = np.column_stack((np.asarray(poly, dtype=float), np.zeros(len(poly)))) @ rot.T
+        return shapely.polygons(pts[:, :2] + np.asarray(self.pose.position[:2], dtype=float))  # as Polygon(...)
 
     def slot(self, name: str | None) -> Body:
         """The body whose cavity is compartment ``name`` alone (``self`` for None), for an ``in`` goal naming it.

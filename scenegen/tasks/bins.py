@@ -10,6 +10,8 @@ compartment, beside what already lies there (:func:`slot_drop`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from shapely.geometry import Point, Polygon
 
@@ -73,16 +75,38 @@ def surface_under(world: World, pose: Pose, ext: np.ndarray, node: str | None = 
     return bottom + FLOOR_CLEARANCE - 0.008 if bottom > table + 0.003 else table
 
 
-def holder(world: World, node: str, point: np.ndarray) -> tuple[Polygon, float] | None:
-    """The cavity opening (world xy) and rim height of the open container the grasp ``point`` lies in, or None."""
+Openings = list[tuple[list[Polygon], float]]
+"""Per open container other than a node, in :meth:`World.objects` order: its cavity openings (world xy) and rim."""
+
+
+def openings(world: World, node: str) -> Openings:
+    """Cavity openings and rims of the open containers other than ``node`` (what :func:`holder` tests points against).
+
+    Per container, in :meth:`World.objects` order: its openings (world xy, one per compartment) and its rim height,
+    in the world's current state.
+    """
+    return list(_openings(world, node))
+
+
+def _openings(world: World, node: str) -> Iterator[tuple[list[Polygon], float]]:
     for n in world.objects():
         if n == node or not (asset_geometry(world.assets[n]).has_cavity or asset_slots(world.assets[n])):
             continue
         body = node_body(world.assets[n], world.pose(n))
-        rim = body.z_range()[1]
-        at = Point(float(point[0]), float(point[1]))
+        yield list(getattr(body.opening(), "geoms", [body.opening()])), body.z_range()[1]
+
+
+def holder(world: World, node: str, point: np.ndarray,
+           within: Openings | None = None) -> tuple[Polygon, float] | None:
+    """The cavity opening (world xy) and rim height of the open container the grasp ``point`` lies in, or None.
+
+    ``within``: :func:`openings` of ``node`` in the current state, when already known (a planner testing many
+    points against one state builds them once).
+    """
+    at = Point(float(point[0]), float(point[1]))
+    for shapes, rim in _openings(world, node) if within is None else within:
         # a receptacle with compartments: the walls that matter are those of the compartment the point is in
-        for opening in getattr(body.opening(), "geoms", [body.opening()]):
+        for opening in shapes:
             if rim > point[2] and opening.contains(at):
                 return opening, rim
     return None

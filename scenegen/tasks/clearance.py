@@ -26,7 +26,7 @@ from shapely.geometry import Polygon
 from scenegen.geometry import asset_geometry, transform_points
 from scenegen.rotations import quat_matrix
 from scenegen.sim.world import World
-from scenegen.tasks.bins import HAND_ABOVE, HAND_HALF, holder
+from scenegen.tasks.bins import HAND_ABOVE, HAND_HALF, Openings, holder, openings
 from scenegen.tasks.grasps import FINGERTIP_BELOW
 from scenegen.tasks.tracker import node_body
 
@@ -55,9 +55,10 @@ def _box(centre: np.ndarray, u: np.ndarray, along: tuple[float, float], half_acr
     """The rectangle from ``along[0]`` to ``along[1]`` along unit ``u`` from ``centre``, ``half_across`` wide."""
     v = np.array([-u[1], u[0]])
     a, b = along
-    pts = [centre + u * s + v * t for s, t in ((a, -half_across), (b, -half_across), (b, half_across),
-                                                 (a, half_across))]
-    return Polygon(pts)
+    # the corners (a, -h), (b, -h), (b, h), (a, h) as one array: each is centre + u * s + v * t, as one by one
+    pts = centre + u * np.array([[a], [b], [b], [a]]) + v * np.array([[-half_across], [-half_across],
+                                                                      [half_across], [half_across]])
+    return shapely.polygons(pts)
 
 
 def gripper_boxes(point: np.ndarray, yaw: float, opening: float) -> tuple[list[Polygon], Polygon]:
@@ -80,18 +81,18 @@ def neighbours(world: World, node: str) -> Neighbours:
     out = []
     for n in world.objects():
         if n != node:
-            geom = asset_geometry(world.assets[n])
-            pts = transform_points(geom.hull, world.pose(n))
+            geom, pose = asset_geometry(world.assets[n]), world.pose(n)
+            pts = transform_points(geom.hull, pose)
             fp = shapely.MultiPoint(pts[:, :2]).convex_hull
-            if geom.has_cavity and quat_matrix(world.pose(n).orientation)[2, 2] > 0.9:
-                inner = node_body(world.assets[n], world.pose(n)).opening().buffer(-MARGIN)
+            if geom.has_cavity and quat_matrix(pose.orientation)[2, 2] > 0.9:
+                inner = node_body(world.assets[n], pose).opening().buffer(-MARGIN)
                 fp = fp.difference(inner) if not inner.is_empty else fp
             out.append((n, fp, float(pts[:, 2].max())))
     return out
 
 
 def blocker(world: World, node: str, point: np.ndarray, yaw: float, opening: float,
-            around: Neighbours | None = None, hand: bool = True) -> str | None:
+            around: Neighbours | None = None, hand: bool = True, within: Openings | None = None) -> str | None:
     """The object the open gripper would come down on when grasping ``node`` at ``point`` and ``yaw``, or None.
 
     A neighbour blocks when its footprint comes within :data:`MARGIN` of a finger's box and its top
@@ -100,17 +101,21 @@ def blocker(world: World, node: str, point: np.ndarray, yaw: float, opening: flo
     outline holds the grasp point (a tray, a board the subject lies on) does not count.
     ``around``: :func:`neighbours` of ``node``, when already known; ``hand``: False lets the hand graze
     a tall neighbour, overlapping its outline by up to :data:`HAND_GRAZE` (the hand is pushed off and
-    slides down its side; deeper, the hand comes down on its top).
+    slides down its side; deeper, the hand comes down on its top). ``within``:
+    :func:`~scenegen.tasks.bins.openings` of ``node``, when already known.
     """
-    if holder(world, node, point) is not None:
+    if holder(world, node, point, within) is not None:
         return None
-    fingers, palm = gripper_boxes(point, yaw, opening)
+    boxes = None  # the gripper's boxes, made when a neighbour is tall enough to need them
     tips = float(point[2]) - FINGERTIP_BELOW - TIP_MARGIN
     at = shapely.Point(float(point[0]), float(point[1]))
     for n, fp, top in neighbours(world, node) if around is None else around:
         if fp.contains(at):
             continue
-        if top > tips and any(fp.distance(f) < MARGIN for f in fingers):
+        if not top > tips:  # nor above the hand's bottom, which is higher still
+            continue
+        fingers, palm = boxes = gripper_boxes(point, yaw, opening) if boxes is None else boxes
+        if any(fp.distance(f) < MARGIN for f in fingers):
             return n
         if top > float(point[2]) + HAND_ABOVE and (fp.distance(palm) < MARGIN if hand else
                                                    fp.intersects(palm.buffer(-HAND_GRAZE))):
@@ -119,7 +124,7 @@ def blocker(world: World, node: str, point: np.ndarray, yaw: float, opening: flo
 
 
 def cleared(world: World, node: str, point: np.ndarray, yaw: float, width: float, opening: float,
-            around: Neighbours | None = None, hand: bool = True) -> np.ndarray:
+            around: Neighbours | None = None, hand: bool = True, within: Openings | None = None) -> np.ndarray:
     """``point`` shifted along the closing axis by the smallest amount that clears the open gripper.
 
     The shift stays within the slack the open fingers leave around an object ``width`` wide (the near
@@ -129,16 +134,24 @@ def cleared(world: World, node: str, point: np.ndarray, yaw: float, width: float
     """
     point = np.asarray(point, dtype=float)
     around = neighbours(world, node) if around is None else around
-    if blocker(world, node, point, yaw, opening, around, hand) is None:
+    within = openings(world, node) if within is None else within
+    if blocker(world, node, point, yaw, opening, around, hand, within) is None:
         return point
+    moved = _shifted(world, node, point, yaw, width, opening, around, hand, within)
+    return point if moved is None else moved
+
+
+def _shifted(world: World, node: str, point: np.ndarray, yaw: float, width: float, opening: float,
+             around: Neighbours, hand: bool, within: Openings) -> np.ndarray | None:
+    """The first shift of a blocked ``point`` (see :func:`cleared`) that clears the open gripper, or None."""
     slack = opening / 2 - width / 2 - SIDE_GAP
     u = np.r_[_axis(yaw), 0.0]
     for d in np.arange(SHIFT_STEP, slack + 1e-9, SHIFT_STEP):
         for s in (1.0, -1.0):
             moved = point + s * d * u
-            if blocker(world, node, moved, yaw, opening, around, hand) is None:
+            if blocker(world, node, moved, yaw, opening, around, hand, within) is None:
                 return moved
-    return point
+    return None
 
 
 def clearest(world: World, node: str, options: list[tuple[np.ndarray, float, float]],
@@ -148,11 +161,14 @@ def clearest(world: World, node: str, options: list[tuple[np.ndarray, float, flo
     Tried in this order: the options as they are with the fingers and the hand clear, then shifted
     (:func:`cleared`), then the same with the hand allowed to graze a neighbour.
     """
-    around = neighbours(world, node)
+    around, within = neighbours(world, node), openings(world, node)  # the state is the same for every test
     for hand in (True, False):
-        for shift in (False, True):
-            for point, yaw, width in options:
-                moved = cleared(world, node, point, yaw, width, opening, around, hand) if shift else point
-                if blocker(world, node, moved, yaw, opening, around, hand) is None:
-                    return np.asarray(moved, dtype=float), yaw, width
+        for point, yaw, width in options:
+            if blocker(world, node, point, yaw, opening, around, hand, within) is None:
+                return np.asarray(point, dtype=float), yaw, width
+        # every option is blocked as it is (tested just above): only their shifts are left, as cleared() tries them
+        for point, yaw, width in options:
+            moved = _shifted(world, node, np.asarray(point, dtype=float), yaw, width, opening, around, hand, within)
+            if moved is not None:
+                return np.asarray(moved, dtype=float), yaw, width
     return None

@@ -16,7 +16,8 @@ from qa.config import QAConfig
 from scenegen.assets.build import generate_asset
 from scenegen.graph import SceneGraph
 from scenegen.sim.robots import get_robot
-from scenegen.tasks.clearance import blocker, gripper_boxes
+from scenegen.tasks.bins import holder, openings
+from scenegen.tasks.clearance import blocker, cleared, clearest, gripper_boxes, neighbours
 from scenegen.tasks.expert import run_expert
 from scenegen.tasks.grasps import TABLE_CLEARANCE, section_grasp
 from scenegen.tasks.plan import plan_grasp
@@ -88,6 +89,53 @@ def test_the_pinch_moves_clear_of_a_mug_beside_one_end(kit):
         assert float((g.point[:2] - nearest[:2]) @ np.array([-axis[1], axis[0]])) != pytest.approx(0.0, abs=0.01)
         assert g.point[0] < nearest[0], "moved along the marker, away from the mug"
         assert reachability.check(world.scene, world, QAConfig()).passed
+
+
+def _clearest_by_definition(world, node, options, opening):
+    """:func:`clearest` as its docstring defines it: each option as it is, then cleared(), hand clear, then grazing."""
+    for hand in (True, False):
+        for shift in (False, True):
+            for point, yaw, width in options:
+                moved = cleared(world, node, point, yaw, width, opening, hand=hand) if shift else point
+                if blocker(world, node, moved, yaw, opening, hand=hand) is None:
+                    return np.asarray(moved, dtype=float), yaw, width
+    return None
+
+
+@pytest.mark.parametrize("layout", [END, MIDDLE])
+def test_tests_sharing_one_state_answer_as_the_world_does(kit, layout):
+    """The planner builds the neighbours and container openings once per state (clearest, cleared): same answers."""
+    graph, assets = kit
+    rng = np.random.default_rng(3)
+    with settled(place(graph, assets, layout), assets) as world:
+        opening, node = world.robot.max_opening, "marker_1"
+        around, within = neighbours(world, node), openings(world, node)
+        assert [r for _, r in within] and all(shapes for shapes, _ in within), "the mug's opening is listed"
+        mug = np.asarray(world.pose("mug_1").position, dtype=float)
+        centre = np.asarray(world.pose(node).position, dtype=float)
+        inside = shifted = 0
+        for _ in range(40):
+            at = (mug if rng.random() < 0.5 else centre) + rng.normal(size=3) * (0.03, 0.03, 0.02)
+            yaw, width = float(rng.uniform(-np.pi, np.pi)), float(rng.uniform(0.0, 0.03))
+            held = holder(world, node, at)
+            shared = holder(world, node, at, within)
+            assert (held is None) == (shared is None)
+            inside += held is not None
+            if held is not None:
+                assert held[0].equals_exact(shared[0], 0.0) and held[1] == shared[1]
+            for hand in (True, False):
+                assert blocker(world, node, at, yaw, opening, hand=hand) == \
+                    blocker(world, node, at, yaw, opening, around, hand, within)
+            # pinches along the marker, closing about across it: some clear, some clear only shifted, some never
+            options = [(centre + rng.normal(size=3) * (0.03, 0.01, 0.0), float(rng.normal(0.0, 0.2)), width)
+                       for _ in range(3)]
+            got, want = clearest(world, node, options, opening), _clearest_by_definition(world, node, options, opening)
+            assert (got is None) == (want is None)
+            if got is not None:
+                assert got[0].tobytes() == want[0].tobytes() and got[1:] == want[1:]
+                shifted += not any(got[0].tobytes() == np.asarray(p, dtype=float).tobytes() for p, _, _ in options)
+        assert inside, "some points lie in the mug's cavity"
+        assert shifted, "some answers are shifted options"
 
 
 def test_qa_rejects_a_target_whose_grasp_stays_blocked(kit):
