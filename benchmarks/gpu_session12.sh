@@ -17,6 +17,10 @@
 # through and the machine was gone before C (benchmarks/README.md). To train and score in one call after A, so that
 # a lost machine loses no result: PPO_MIN=6 PPO_STEPS=100000 BC_KS= bash benchmarks/gpu_session12.sh B
 # (BC_KS empty: the BC baseline is A's scores, pool and held-out, nominal; 6 min of PPOFlow leave ~150 s to score).
+# ABL (issue 17's knob ablation, one call on a fresh machine, run in the twelfth session with the device time B left):
+#    benchmarks/ablation.py, BC learner, N in {10, 50} x DR on / off, one training seed, 100 demonstrations and
+#    1,500 BC steps per run (the sixth session's 2,500 do not fit one call), the four runs at once
+#    -> $OUT/ablation_dr_s12.json, .md, .png.
 PH=$1
 BC_OUT=unused.json; . benchmarks/gpu_common.sh
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -40,6 +44,12 @@ lift() {  # $1 prompt, $2 BC work tag, $3 K, $4 tag, $5 BC K values scored here 
 case $PH in
 A) bc "$P" banana 300 & bc "$M" multi 400 & wait ;;
 B|C) lift "$P" banana 1 k1 "${BC_KS-10}" & lift "$P" banana 10 k10 "" & lift "$M" multi 1 multi "${BC_KS-10}" & wait ;;
-*) echo "usage: bash $0 A|B|C" >&2; exit 2 ;;
+ABL) timeout 560 python3 benchmarks/ablation.py --work $W/abl12 --device cuda --budget 500 --prompt "$P" \
+    --learner bc --cameras front,wrist --n 10,50 --dr on,off --seeds 1 --bc-demos 100 --bc-steps 1500 \
+    --bc-batch-size 128 --ood-configs 40 --id-configs 30 --max-steps 300 --image-size 64 --concurrent 4 \
+    --backend process --workers 14 --eval-workers 3 --scaling '' --json $OUT/ablation_dr_s12.json >> $G/abl.log 2>&1
+  cp $W/abl12/abl/results.md $OUT/ablation_dr_s12.md 2>/dev/null; cp $W/abl12/abl/results.png $OUT/ablation_dr_s12.png
+  cp $W/abl12/state.json $OUT/ablation_state_s12.json 2>/dev/null ;;
+*) echo "usage: bash $0 A|B|C|ABL" >&2; exit 2 ;;
 esac
 collect_logs
