@@ -16,10 +16,15 @@ def _row(i: int, signal: float, noise: float, warm: bool = False) -> dict:
             "pg_grad_cos": 0.1}
 
 
+def _metrics(path: Path, rows: list[dict]) -> Path:
+    """``rows`` written as a run's metrics.jsonl at ``path``."""
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
 def _summarise(tmp_path: Path, rows: list[dict]) -> dict:
     """The script's --summarise output for these metrics rows."""
-    f = tmp_path / "metrics.jsonl"
-    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    f = _metrics(tmp_path / "metrics.jsonl", rows)
     out = tmp_path / "summary.json"
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "ppoflow_noise_scale.py"), "--summarise", str(f),
                     "--out", str(out)], check=True, capture_output=True)
@@ -44,9 +49,8 @@ def test_summarise_reports_no_signal_as_a_lower_bound(tmp_path):
 
 def test_plot_reads_a_runs_metrics_file(tmp_path):
     """plot_ppoflow.py draws an unscored run from its metrics.jsonl: one point per PPOFlow row, in order."""
-    f = tmp_path / "run_metrics.jsonl"
     rows = [_row(1, 1.0, 10.0), {"kind": "eval", "success_rate": 0.9}, {**_row(2, 1.0, 10.0), "success_rate": 0.25}]
-    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    f = _metrics(tmp_path / "run_metrics.jsonl", rows)
     out = tmp_path / "curves.png"
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "plot_ppoflow.py"), str(f), "-o", str(out)],
                    check=True, capture_output=True)

@@ -93,7 +93,8 @@ def _openings(world: World, node: str) -> Iterator[tuple[list[Polygon], float]]:
         if n == node or not (asset_geometry(world.assets[n]).has_cavity or asset_slots(world.assets[n])):
             continue
         body = node_body(world.assets[n], world.pose(n))
-        yield list(getattr(body.opening(), "geoms", [body.opening()])), body.z_range()[1]
+        cavity = body.opening()
+        yield list(getattr(cavity, "geoms", [cavity])), body.z_range()[1]
 
 
 def holder(world: World, node: str, point: np.ndarray,
