@@ -32,10 +32,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from rl.policies.noise import NoiseNet, NoisyFlow, cat_embeddings, pooled, take_embedding
+from rl.policies.noise import NoiseNet, NoisyFlow, pooled, take_embedding
 from rl.ppoflow_guards import PPOFlowError, ratio_guard, strict_numerics
-from rl.ppoflow_math import batch_moments, episode_ids, gae, grad_diagnostics, kl_split
-from rl.rollout import ChunkVec, RayChunkVec, concat_obs, make_rollout_vec, stack_obs, take_obs
+from rl.ppoflow_math import batch_moments, grad_diagnostics, kl_split
+from rl.ppoflow_rollout import Carry, gae_rollout, group_rollout
+from rl.rollout import ChunkVec, RayChunkVec, make_rollout_vec, take_obs
 from scenegen.errors import ConfigError
 from scenegen.fileio import write_atomic
 
@@ -112,7 +113,15 @@ class PPOFlowConfig:
     ratio_stop: float | None = None
     """Stop an update early once ``max |ratio - 1|`` exceeds this (None: never)."""
     norm_adv: bool = True
-    """Normalise advantages per minibatch."""
+    """Normalise advantages per minibatch (GAE; with groups, over the whole batch: a minibatch's own mean would
+    give the decisions of uninformative groups an advantage)."""
+    group_size: int = 0
+    """0: advantages by GAE from the critic over ``decisions_per_env`` decisions per env. G >= 2: GRPO-style
+    groups (:func:`rl.ppoflow_rollout.group_rollout`): each round resets the envs at once, every G of them with the
+    same seed (same scene, randomization and start), runs every episode to its end, and gives each decision its
+    episode's return minus its group's mean; ``num_envs`` must be a multiple of G."""
+    group_rounds: int = 1
+    """With groups: rounds (one episode per env each) per iteration."""
     critic: Literal["shared", "separate"] = "shared"
     """``shared``: a value head on the detached policy embedding; ``separate``: on a copy of the policy's encoder."""
     critic_hidden: int = 256
@@ -156,7 +165,9 @@ class PPOFlowConfig:
                   "ft_steps": self.ft_steps is None or 1 <= self.ft_steps <= self.k,
                   "critic": self.critic in ("shared", "separate"),
                   "critic_time_limit": self.critic_time_limit is None or self.critic_time_limit >= 1,
-                  "adaptive_lr": not self.adaptive_lr or self.target_kl is not None}
+                  "adaptive_lr": not self.adaptive_lr or self.target_kl is not None,
+                  "group_size": self.group_size == 0 or (self.group_size >= 2 and self.num_envs % self.group_size == 0),
+                  "group_rounds": self.group_rounds >= 1}
         for name in ("lr_actor", "lr_noise", "lr_critic", "vf_coef", "ent_coef", "progress_reward"):
             checks[name] = math.isfinite(getattr(self, name)) and getattr(self, name) >= 0
         bad = [n for n, ok in checks.items() if not ok]
@@ -305,7 +316,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
     optim = torch.optim.Adam([{"params": list(policy.parameters()), "lr": cfg.lr_actor},
                               {"params": list(noise.parameters()), "lr": cfg.lr_noise},
                               {"params": list(critic.parameters()), "lr": cfg.lr_critic}], eps=1e-5)
-    iteration, env_steps = 0, 0
+    iteration, env_steps, decisions = 0, 0, 0
     if resume and ckpt_path.exists():
         state = torch.load(ckpt_path, map_location=dev, weights_only=False)
         _check_resume(state["config"], cfg, ckpt_path)
@@ -315,13 +326,15 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         gen.set_state(state["gen"].cpu())
         rng = np.random.default_rng([cfg.seed, state["iteration"]])
         iteration, env_steps = state["iteration"], state["env_steps"]
+        decisions = state.get("decisions", iteration * N * T)
         obs = envs.reset(seed=cfg.seed + 7919 * iteration)  # a fresh episode set for the resumed run
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(out / "config.json", json.dumps(dataclasses.asdict(cfg), indent=2), error=PPOFlowError)
     log = MetricsLog(out)
     bar = tqdm(total=cfg.total_env_steps, initial=min(env_steps, cfg.total_env_steps), unit="step",
                disable=not progress, desc="ppoflow")
-    ep_ret, ep_len = np.zeros(N), np.zeros(N, dtype=np.int64)
+    carry = Carry(obs, np.zeros(N), np.zeros(N, dtype=np.int64))  # the GAE rollout's running episodes
+    max_round = (math.ceil(cfg.critic_time_limit / action_steps(cfg, policy)) + 1) if cfg.critic_time_limit else 100_000
     last_row: dict = {}
     iter_time, first_iteration = 0.0, iteration
 
@@ -331,64 +344,22 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         if max_iterations is not None and iteration - first_iteration >= max_iterations:
             break
         t_iter = time.perf_counter()
-        # --- 1. rollout: T decisions in each of N environments
-        buf_obs, zs, chains = [], [], []
-        logp, values, next_values, times = (np.zeros((T, N)) for _ in range(4))
-        rewards, steps = np.zeros((T, N)), np.zeros((T, N), dtype=np.int64)
-        terminated, ended = np.zeros((T, N)), np.zeros((T, N))
-        episodes: list[dict] = []
-        t_env = t_pol = 0.0
-        for t in range(T):
-            t0 = time.perf_counter()
-            with torch.no_grad():
-                z = agent.embed(obs)
-                chain, lp = agent.sample(z, gen)
-                times[t] = ep_len
-                values[t] = critic(z, obs, clock(ep_len)).cpu().numpy()
-                action = agent.env_action(chain[:, -1])
-            buf_obs.append(obs)
-            zs.append(z if cfg.freeze_encoder else None)
-            chains.append(chain)
-            logp[t] = lp.cpu().numpy()
-            t1 = time.perf_counter()
-            st = envs.step(action)
-            t2 = time.perf_counter()
-            rewards[t], steps[t] = st.reward, st.steps
-            terminated[t], ended[t] = st.terminated, st.done
-            ep_ret += st.raw_reward
-            ep_len += st.steps
-            trunc = np.flatnonzero(st.truncated)
-            if trunc.size:  # bootstrap from the true final observation, not the reset one
-                fin = stack_obs([st.final_obs[i] for i in trunc])
-                with torch.no_grad():
-                    next_values[t, trunc] = critic(agent.embed(fin), fin, clock(ep_len[trunc])).cpu().numpy()
-            for i in np.flatnonzero(st.done):
-                episodes.append({"success": bool(st.info["success"][i]), "progress": float(st.info["progress"][i]),
-                                 "return": float(ep_ret[i]), "length": int(ep_len[i])})
-                ep_ret[i], ep_len[i] = 0.0, 0
-            obs = st.obs
-            t_pol += (t1 - t0) + (time.perf_counter() - t2)
-            t_env += t2 - t1
-        with torch.no_grad():
-            last_v = critic(agent.embed(obs), obs, clock(ep_len)).cpu().numpy()
-        for t in range(T):  # a decision whose episode went on is followed by the next decision's value
-            nxt = values[t + 1] if t + 1 < T else last_v
-            keep = ended[t] == 0
-            next_values[t, keep] = nxt[keep]
-        rollout_steps = int(steps.sum())
-        env_steps += rollout_steps
-
-        # --- 2. advantages
-        adv, ret = gae(rewards, values, next_values, steps, terminated, ended, cfg.gamma, cfg.gae_lambda)
-        if not (np.isfinite(adv).all() and np.isfinite(ret).all()):
+        # --- 1. rollout and 2. advantages: T decisions per env with GAE, or whole episodes in groups
+        if cfg.group_size:
+            roll = group_rollout(agent, critic, envs, cfg, gen, clock, iteration, max_round)
+        else:
+            roll = gae_rollout(agent, critic, envs, cfg, gen, clock, carry)
+        env_steps += roll.env_steps
+        if not (np.isfinite(roll.adv).all() and np.isfinite(roll.ret).all()):
             raise PPOFlowError(f"iteration {iteration}: non-finite advantages or returns (rewards or values "
                                f"went NaN/inf); last good checkpoint: {ckpt_path}")
-        flat_obs = concat_obs(buf_obs)
-        b_chain = torch.cat(chains)
-        b_z = cat_embeddings(zs) if cfg.freeze_encoder else None
-        b_logp, b_adv, b_ret, b_val = (torch.as_tensor(a.reshape(-1), dtype=torch.float32, device=dev)
-                                       for a in (logp, adv, ret, values))
-        b_time = clock(times.reshape(-1))
+        flat_obs, b_chain, b_z, episodes = roll.obs, roll.chain, roll.z, roll.episodes
+        adv = roll.adv
+        if cfg.group_size and cfg.norm_adv and adv.std() > 0:
+            adv = adv / adv.std()  # a scale only: zero stays zero
+        b_logp, b_adv, b_ret, b_val = (torch.as_tensor(a, dtype=torch.float32, device=dev)
+                                       for a in (roll.logp, adv, roll.ret, roll.values))
+        b_time = clock(roll.times)
 
         # --- 3. update
         t_up = time.perf_counter()
@@ -396,10 +367,11 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         stats: dict[str, list[float]] = {k: [] for k in ("pg_loss", "value_loss", "entropy", "approx_kl",
                                                          "approx_kl_chain", "clip_frac", "ratio_mean", "ratio_max_dev")}
         terms = agent.logprob_terms(b_chain)  # 1 unless normalised: the chain's log-ratio is this times the mean
-        stopped_early, n_batch = False, N * T  # stopped_early and critic_after_stop: only the critic trains on
-        guard = ratio_guard(agent, cfg.ratio_guard_tol, buf_obs[0], b_z, b_chain[:N], b_logp[:N], iteration)
+        stopped_early, n_batch = False, len(b_logp)  # stopped_early and critic_after_stop: only the critic trains on
+        decisions += n_batch
+        guard = ratio_guard(agent, cfg.ratio_guard_tol, roll.guard_obs, b_z, b_chain[:N], b_logp[:N], iteration)
         diag = grad_diagnostics(agent, flat_obs, b_z, b_chain, b_adv, optim.param_groups[0]["params"],
-                                np.random.default_rng([cfg.seed, iteration]), episode_ids(ended), cfg.minibatch_size) \
+                                np.random.default_rng([cfg.seed, iteration]), roll.episode, cfg.minibatch_size) \
             if cfg.grad_diag and not warmup else {}
         before = batch_moments(agent, flat_obs, b_z, b_chain, cfg.minibatch_size) if diag else None
         for epoch in range(cfg.update_epochs):
@@ -421,7 +393,7 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                     logratio = new_lp - b_logp[tidx]
                     ratio = logratio.exp()
                     mb_adv = b_adv[tidx]
-                    if cfg.norm_adv and len(idx) > 1:
+                    if cfg.norm_adv and not cfg.group_size and len(idx) > 1:
                         mb_adv = (mb_adv - mb_adv.mean()) / (mb_adv.std() + 1e-8)
                     r = (cfg.ratio_power * logratio).exp() if cfg.ratio_power != 1.0 else ratio
                     pg_loss = torch.max(-mb_adv * r, -mb_adv * r.clamp(1 - cfg.clip_eps, 1 + cfg.clip_eps)).mean()
@@ -470,8 +442,8 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         n_ep = len(episodes)
         succ = sum(e["success"] for e in episodes)
         lo, hi = wilson_interval(succ, n_ep) if n_ep else (float("nan"), float("nan"))
-        var_ret = float(np.var(ret))
-        row = {"iteration": iteration, "env_steps": env_steps, "decisions": iteration * n_batch,
+        var_ret = float(np.var(roll.ret))
+        row = {"iteration": iteration, "env_steps": env_steps, "decisions": decisions,
                "episodes": n_ep, "success_rate": succ / n_ep if n_ep else float("nan"),
                "success_ci95_lo": lo, "success_ci95_hi": hi,
                "return": float(np.mean([e["return"] for e in episodes])) if n_ep else float("nan"),
@@ -479,18 +451,19 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
                "episode_length": float(np.mean([e["length"] for e in episodes])) if n_ep else float("nan"),
                **{k: float(np.mean(v)) if v else float("nan") for k, v in stats.items()},
                "ratio_max_dev": float(np.max(stats["ratio_max_dev"])) if stats["ratio_max_dev"] else float("nan"),
-               "sigma": sigma, "explained_variance": 1 - float(np.var(ret - values)) / var_ret if var_ret > 0 else 0.0,
+               "sigma": sigma,
+               "explained_variance": 1 - float(np.var(roll.ret - roll.values)) / var_ret if var_ret > 0 else 0.0,
                "guard_max_dev": guard, "first_minibatch_ratio_dev": stats["ratio_max_dev"][0],
                "early_stop": stopped_early, "critic_warmup": warmup, "lr_actor": optim.param_groups[0]["lr"],
-               "env_steps_per_s": rollout_steps / max(t_env + t_pol, 1e-9),
-               "decisions_per_s": n_batch / max(t_env + t_pol, 1e-9),
-               "time_env_s": t_env, "time_policy_s": t_pol, "time_update_s": t_update, **diag}
+               "env_steps_per_s": roll.env_steps / max(roll.t_env + roll.t_pol, 1e-9),
+               "decisions_per_s": n_batch / max(roll.t_env + roll.t_pol, 1e-9),
+               "time_env_s": roll.t_env, "time_policy_s": roll.t_pol, "time_update_s": t_update, **roll.extra, **diag}
         _save(ckpt_path, {"config": dataclasses.asdict(cfg), "iteration": iteration, "env_steps": env_steps,
                           "agent": agent.state_dict(), "critic": critic.state_dict(), "optim": optim.state_dict(),
-                          "gen": gen.get_state(), "row": row})
+                          "gen": gen.get_state(), "row": row, "decisions": decisions})
         log.write(env_steps, row, kind="ppoflow")
         last_row = row
-        bar.update(min(rollout_steps, max(0, cfg.total_env_steps - bar.n)))
+        bar.update(min(roll.env_steps, max(0, cfg.total_env_steps - bar.n)))
         bar.set_postfix(success=f"{row['success_rate']:.2f}", kl=f"{row['approx_kl']:.4f}", sigma=f"{sigma:.3f}")
         iter_time = time.perf_counter() - t_iter
     bar.close()

@@ -28,7 +28,7 @@ PPO = ConfigOptions("rl.ppoflow:PPOFlowConfig", [
     "device", "seed", "gamma", "clip_eps", "ratio_power", "lr_actor", "lr_noise", "lr_critic", "sigma_min",
     "sigma_max", "ent_coef", "update_epochs", "minibatch_size", "target_kl", "progress_reward", "critic",
     "critic_warmup_iters", "critic_after_stop", "freeze_encoder", "normalize_logprob", "score_executed", "adaptive_lr",
-    "critic_privileged", "amp", "grad_diag"])
+    "critic_privileged", "amp", "grad_diag", "group_size", "group_rounds"])
 
 
 def load_policy(init: str | os.PathLike, device: str) -> Any:

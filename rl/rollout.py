@@ -195,9 +195,9 @@ class ChunkVec:
             raise ConfigError(f"ChunkVec needs a vector env with autoreset_mode={SAME_STEP!r}, got {mode!r}")
         self.vec, self.num_envs = vec, vec.num_envs
 
-    def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
-        """Reset every environment (environment i with ``seed + i``)."""
-        obs, _ = self.vec.reset(seed=seed)
+    def reset(self, seed: int | Sequence[int] | None = None) -> dict[str, np.ndarray]:
+        """Reset every environment (environment i with ``seed + i``, or with ``seed[i]`` for a list)."""
+        obs, _ = self.vec.reset(seed=list(seed) if isinstance(seed, Sequence) else seed)
         return as_batch(obs)
 
     def step(self, chunks: np.ndarray) -> ChunkStep:
@@ -263,7 +263,7 @@ class _Worker:
     def __init__(self, envs: Any, n: int, kwargs: dict) -> None:
         self.vec = chunk_vec(envs, n, mode="sync", **kwargs)
 
-    def reset(self, seed: int | None) -> dict:
+    def reset(self, seed: int | list[int] | None) -> dict:
         return self.vec.reset(seed)
 
     def step(self, chunks: np.ndarray) -> ChunkStep:
@@ -307,9 +307,10 @@ class RayChunkVec:
         except self.ray.exceptions.GetTimeoutError:
             raise BudgetError(f"a Ray rollout step took longer than {self.timeout:.0f} s") from None
 
-    def reset(self, seed: int | None = None) -> dict[str, np.ndarray]:
-        """Reset every environment (environment i with ``seed + i``)."""
-        seeds = [None if seed is None else seed + o for o in self.offsets]
+    def reset(self, seed: int | Sequence[int] | None = None) -> dict[str, np.ndarray]:
+        """Reset every environment (environment i with ``seed + i``, or with ``seed[i]`` for a list)."""
+        seeds = [list(seed[sl]) if isinstance(seed, Sequence) else None if seed is None else seed + o
+                 for o, sl in zip(self.offsets, self.slices, strict=True)]
         return concat_obs(self._get([a.reset.remote(s) for a, s in zip(self.actors, seeds, strict=True)]))
 
     def step(self, chunks: np.ndarray) -> ChunkStep:

@@ -14,7 +14,8 @@ from torch import nn
 from rl import ppoflow
 from rl.policies import flow_matching as fm
 from rl.policies.noise import NoiseNet, NoisyFlow, time_features
-from rl.ppoflow import PPOFlowConfig, PPOFlowError, gae
+from rl.ppoflow import PPOFlowConfig, PPOFlowError
+from rl.ppoflow_math import gae
 from rl.rollout import ChunkEnv, chunk_vec
 from scenegen.errors import ConfigError
 

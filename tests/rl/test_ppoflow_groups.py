@@ -1,0 +1,122 @@
+"""PPOFlow with GRPO-style episode groups: seeds, advantages, the rollout's bookkeeping, and that it learns."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from rl import ppoflow
+from rl.ppoflow import PPOFlowConfig, PPOFlowError
+from rl.ppoflow_rollout import group_advantages, group_rollout, group_seeds
+from scenegen.errors import ConfigError
+from tests.rl.test_ppoflow import MAX_STEPS, agent_for, bc_policy, envs, success_rate
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_group_advantages_subtract_each_group_s_mean():
+    adv = group_advantages(np.array([1.0, 0, 0, 1, 1, 1, 1, 1, 2, -1]), np.array([0, 0, 0, 0, 1, 1, 1, 1, 2, 2]))
+    np.testing.assert_allclose(adv, [0.5, -0.5, -0.5, 0.5, 0, 0, 0, 0, 1.5, -1.5])
+
+
+def test_group_seeds_repeat_within_a_group_and_change_with_the_round():
+    seeds = group_seeds(0, 3, 1, groups=3, size=4)
+    assert len(seeds) == 12 and len(set(seeds)) == 3
+    assert all(len(set(seeds[g * 4:(g + 1) * 4])) == 1 for g in range(3))
+    assert group_seeds(0, 3, 1, 3, 4) == seeds and group_seeds(0, 3, 2, 3, 4) != seeds
+    assert group_seeds(0, 4, 1, 3, 4) != seeds and group_seeds(1, 3, 1, 3, 4) != seeds
+
+
+def test_config_needs_whole_groups():
+    with pytest.raises(ConfigError, match="group_size=3"):
+        PPOFlowConfig(num_envs=4, group_size=3)
+    with pytest.raises(ConfigError, match="group_size=1"):
+        PPOFlowConfig(num_envs=4, group_size=1)
+    with pytest.raises(ConfigError, match="group_rounds=0"):
+        PPOFlowConfig(num_envs=4, group_size=2, group_rounds=0)
+
+
+def _rollout(cfg: PPOFlowConfig, max_decisions: int = 50):
+    pol = bc_policy(steps=50)
+    agent = agent_for(pol, cfg.k)
+    critic = ppoflow.Critic(64, 32, use_time=True)
+    vec = envs(cfg.num_envs, cfg, pol)
+
+    def clock(n):
+        return torch.as_tensor(np.minimum(n / MAX_STEPS, 1.0), dtype=torch.float32)
+
+    try:
+        return group_rollout(agent, critic, vec, cfg, torch.Generator().manual_seed(0), clock, 0, max_decisions)
+    finally:
+        vec.close()
+
+
+def test_a_group_rollout_starts_each_group_alike_and_scores_whole_episodes():
+    cfg = PPOFlowConfig(num_envs=6, group_size=3, group_rounds=2, action_steps=2, gamma=0.9)
+    b = _rollout(cfg)
+    goals = b.guard_obs["state"][:, 1]
+    assert goals[0] == goals[1] == goals[2] and goals[3] == goals[4] == goals[5] and goals[0] != goals[3]
+    np.testing.assert_array_equal(b.obs["state"][:6], b.guard_obs["state"])  # the first rows: the guard's batch
+    assert len(b.episodes) == 12 and len(b.logp) == len(b.adv) == len(b.ret) == len(b.chain) == len(b.episode)
+    assert sorted(set(b.episode.tolist())) == [0, 1, 2, 3]  # units: groups of 3 episodes, 2 rounds x 2 groups
+    returns = np.array([e["return"] for e in b.episodes])
+    expect = group_advantages(returns, np.arange(12) // 3)
+    lengths = np.array([e["length"] for e in b.episodes])
+    decisions = np.ceil(lengths / 2).astype(int)  # each decision runs 2 actions, the last maybe 1
+    assert len(b.adv) == decisions.sum()
+    for g in range(4):
+        mask = b.episode == g
+        assert mask.sum() == decisions[g * 3:(g + 1) * 3].sum()
+        got, want = (sorted(set(np.round(a, 9))) for a in (b.adv[mask], expect[g * 3:(g + 1) * 3]))
+        np.testing.assert_allclose(got, want)  # each decision carries its episode's advantage
+    assert b.env_steps >= lengths.sum() and 0 <= b.extra["group_idle_frac"] < 1
+    assert b.extra["group_informative"] == np.mean([np.ptp(returns[g:g + 3]) > 0 for g in range(0, 12, 3)])
+    first_steps = b.times == 0  # the critic's target at an episode's first decision: its discounted return
+    success_first = sorted(np.round(b.ret[first_steps], 9))
+    expect_first = sorted(np.round([0.9 ** (e["length"] - 1) if e["success"] else 0.0 for e in b.episodes], 9))
+    np.testing.assert_allclose(success_first, expect_first)
+
+
+def test_a_group_round_that_does_not_end_stops_the_run():
+    cfg = PPOFlowConfig(num_envs=2, group_size=2, action_steps=1)
+    with pytest.raises(PPOFlowError, match="still running after 2 decisions"):
+        _rollout(cfg, max_decisions=2)
+
+
+def test_a_group_run_keeps_its_guard_and_logs_the_groups(tmp_path):
+    pol = bc_policy(steps=50)
+    cfg = PPOFlowConfig(num_envs=4, group_size=2, group_rounds=2, total_env_steps=10_000, minibatch_size=8,
+                        action_steps=2, critic_time_limit=MAX_STEPS, grad_diag=True)
+    out = ppoflow.train(cfg, pol, envs(4, cfg, pol), tmp_path / "run", progress=False, max_iterations=2)
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["guard_max_dev"] <= cfg.ratio_guard_tol for r in rows)
+    assert all(r["episodes"] == 8 and 0 <= r["group_informative"] <= 1 for r in rows)
+    assert all(math.isfinite(r["value_loss"]) and r["pg_groups"] == 4 for r in rows)
+    assert rows[1]["decisions"] > rows[0]["decisions"] > 0 and out["iterations"] == 2
+    resumed = ppoflow.train(cfg, pol, envs(4, cfg, pol), tmp_path / "run", resume=True, progress=False,
+                            max_iterations=1)
+    assert resumed["iterations"] == 3
+
+
+@pytest.mark.slow
+def test_ppoflow_with_groups_lifts_a_biased_bc_policy(tmp_path):
+    pol = bc_policy()
+    before = success_rate(agent_for(pol, 1))
+    assert before < 0.3, before
+    cfg = PPOFlowConfig(seed=1, num_envs=16, group_size=4, group_rounds=2, total_env_steps=16 * 8 * 4 * 20, k=1,
+                        sigma_min=0.05, sigma_max=0.3, init_std=0.2, noise_hidden=32, gamma=0.99,
+                        clip_eps=0.2, lr_actor=1e-3, lr_noise=1e-3, lr_critic=3e-3, minibatch_size=64,
+                        update_epochs=4, target_kl=None, critic_hidden=64, critic_time_limit=MAX_STEPS)
+    out = ppoflow.train(cfg, pol, envs(16, cfg, pol), tmp_path / "run", progress=False)
+    after = success_rate(out["agent"])
+    assert after > 0.8, (before, after)
