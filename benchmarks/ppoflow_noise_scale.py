@@ -66,14 +66,17 @@ def rows_of(run: Path) -> list[dict]:
     return [r for r in (json.loads(x) for x in f.read_text().splitlines()) if r.get("kind", "ppoflow") == "ppoflow"]
 
 
-def summarise(rows: list[dict], seed: int = 0) -> dict:
-    """Noise scale over the measured (post-warm-up) rollouts, its bootstrap 95% interval, and the rollouts' cost."""
-    m = [r for r in rows if not r["critic_warmup"] and r.get("pg_signal_sq") is not None
-         and np.isfinite(r["pg_signal_sq"])]
+def summarise(rows: list[dict], seed: int = 0, suffix: str = "") -> dict:
+    """Noise scale over the measured (post-warm-up) rollouts, its bootstrap 95% interval, and the rollouts' cost.
+
+    ``suffix`` ``"_critic"`` reads a group run's second measurement: the same rollouts with the critic's advantages.
+    """
+    m = [r for r in rows if not r["critic_warmup"] and r.get("pg_signal_sq" + suffix) is not None
+         and np.isfinite(r["pg_signal_sq" + suffix])]
     if not m:
         return {"rollouts": 0}
-    sig = np.array([r["pg_signal_sq"] for r in m])
-    noi = np.array([r["pg_noise_tr"] for r in m])
+    sig = np.array([r["pg_signal_sq" + suffix] for r in m])
+    noi = np.array([r["pg_noise_tr" + suffix] for r in m])
     eps = np.array([r["episodes"] for r in m], dtype=float)
     groups = np.array([r["pg_groups"] for r in m], dtype=float)
     secs = np.array([r["time_env_s"] + r["time_policy_s"] for r in m])
@@ -131,6 +134,8 @@ def main() -> None:
         rows = rows_of(f)
         doc = {"command": "python benchmarks/ppoflow_noise_scale.py " + " ".join(sys.argv[1:]), "metrics": f.name,
                "iterations": len(rows), **strict(summarise(rows))}
+        if any("pg_signal_sq_critic" in r for r in rows):  # a group run: the same rollouts, the critic's baseline
+            doc["with_critic_baseline"] = strict(summarise(rows, suffix="_critic"))
         Path(a.out).write_text(json.dumps(doc, indent=1))
         print(json.dumps(doc, indent=1))
         return

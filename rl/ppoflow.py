@@ -34,7 +34,7 @@ from torch import nn
 
 from rl.policies.noise import NoiseNet, NoisyFlow, pooled, take_embedding
 from rl.ppoflow_guards import PPOFlowError, ratio_guard, strict_numerics
-from rl.ppoflow_math import batch_moments, grad_diagnostics, kl_split
+from rl.ppoflow_math import batch_moments, grad_diagnostics, grad_noise_scale, kl_split
 from rl.ppoflow_rollout import Carry, gae_rollout, group_rollout
 from rl.rollout import ChunkVec, RayChunkVec, make_rollout_vec, take_obs
 from scenegen.errors import ConfigError
@@ -363,7 +363,8 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
 
         # --- 3. update
         t_up = time.perf_counter()
-        warmup = iteration < cfg.critic_warmup_iters
+        # only the critic trains in its warm-up, and when no group's episodes differed (no signal for the policy)
+        warmup = iteration < cfg.critic_warmup_iters or (cfg.group_size > 0 and not roll.adv.any())
         stats: dict[str, list[float]] = {k: [] for k in ("pg_loss", "value_loss", "entropy", "approx_kl",
                                                          "approx_kl_chain", "clip_frac", "ratio_mean", "ratio_max_dev")}
         terms = agent.logprob_terms(b_chain)  # 1 unless normalised: the chain's log-ratio is this times the mean
@@ -373,6 +374,11 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         diag = grad_diagnostics(agent, flat_obs, b_z, b_chain, b_adv, optim.param_groups[0]["params"],
                                 np.random.default_rng([cfg.seed, iteration]), roll.episode, cfg.minibatch_size) \
             if cfg.grad_diag and not warmup else {}
+        if diag and cfg.group_size:  # the same rollout's noise scale had a critic been the baseline (return - V)
+            crit = torch.as_tensor(roll.ret - roll.values, dtype=torch.float32, device=dev)
+            diag.update({f"{k}_critic": v for k, v in grad_noise_scale(
+                agent, flat_obs, b_z, b_chain, crit, optim.param_groups[0]["params"], roll.episode,
+                cfg.minibatch_size).items() if k != "pg_groups"})
         before = batch_moments(agent, flat_obs, b_z, b_chain, cfg.minibatch_size) if diag else None
         for epoch in range(cfg.update_epochs):
             order = rng.permutation(n_batch)

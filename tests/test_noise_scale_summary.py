@@ -47,6 +47,15 @@ def test_summarise_reports_no_signal_as_a_lower_bound(tmp_path):
     assert lo is not None and lo > 0 and hi is None
 
 
+def test_summarise_a_group_run_in_episodes_with_its_critic_baseline_beside(tmp_path):
+    """A group run's units are groups (4 episodes each here); its rows also carry the critic baseline's measure."""
+    rows = [{**_row(i, 2.0, 100.0), "pg_groups": 2.5, "pg_signal_sq_critic": 1.0, "pg_noise_tr_critic": 200.0}
+            for i in (1, 2)]
+    doc = _summarise(tmp_path, rows)
+    assert abs(doc["noise_scale_episodes"] - 50.0 * 4) < 1e-9  # 50 groups of 4 episodes
+    assert abs(doc["with_critic_baseline"]["noise_scale_episodes"] - 200.0 * 4) < 1e-9
+
+
 def test_plot_reads_a_runs_metrics_file(tmp_path):
     """plot_ppoflow.py draws an unscored run from its metrics.jsonl: one point per PPOFlow row, in order."""
     rows = [_row(1, 1.0, 10.0), {"kind": "eval", "success_rate": 0.9}, {**_row(2, 1.0, 10.0), "success_rate": 0.25}]

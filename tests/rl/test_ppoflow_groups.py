@@ -13,7 +13,7 @@ from rl import ppoflow
 from rl.ppoflow import PPOFlowConfig, PPOFlowError
 from rl.ppoflow_rollout import group_advantages, group_rollout, group_seeds
 from scenegen.errors import ConfigError
-from tests.rl.test_ppoflow import MAX_STEPS, agent_for, bc_policy, envs, success_rate
+from tests.rl.test_ppoflow import MAX_STEPS, LineReach, agent_for, bc_policy, envs, success_rate
 
 
 @pytest.fixture(autouse=True)
@@ -95,17 +95,38 @@ def test_a_group_round_that_does_not_end_stops_the_run():
 
 def test_a_group_run_keeps_its_guard_and_logs_the_groups(tmp_path):
     pol = bc_policy(steps=50)
-    cfg = PPOFlowConfig(num_envs=4, group_size=2, group_rounds=2, total_env_steps=10_000, minibatch_size=8,
-                        action_steps=2, critic_time_limit=MAX_STEPS, grad_diag=True)
-    out = ppoflow.train(cfg, pol, envs(4, cfg, pol), tmp_path / "run", progress=False, max_iterations=2)
+    cfg = PPOFlowConfig(num_envs=8, group_size=2, group_rounds=2, total_env_steps=10_000, minibatch_size=16,
+                        action_steps=2, critic_time_limit=MAX_STEPS, grad_diag=True, sigma_min=0.2, sigma_max=0.4)
+    out = ppoflow.train(cfg, pol, envs(8, cfg, pol), tmp_path / "run", progress=False, max_iterations=2)
     rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(r["guard_max_dev"] <= cfg.ratio_guard_tol for r in rows)
-    assert all(r["episodes"] == 8 and 0 <= r["group_informative"] <= 1 for r in rows)
-    assert all(math.isfinite(r["value_loss"]) and r["pg_groups"] == 4 for r in rows)
+    assert all(r["episodes"] == 16 and 0 <= r["group_informative"] <= 1 for r in rows)
+    assert all(math.isfinite(r["value_loss"]) for r in rows)
+    trained = [r for r in rows if not r["critic_warmup"]]  # an update with an informative group
+    assert trained and all(r["group_informative"] > 0 and r["pg_groups"] == 8 for r in trained)
+    assert all(math.isfinite(r["pg_noise_tr"]) and math.isfinite(r["pg_noise_tr_critic"]) for r in trained)
     assert rows[1]["decisions"] > rows[0]["decisions"] > 0 and out["iterations"] == 2
-    resumed = ppoflow.train(cfg, pol, envs(4, cfg, pol), tmp_path / "run", resume=True, progress=False,
+    resumed = ppoflow.train(cfg, pol, envs(8, cfg, pol), tmp_path / "run", resume=True, progress=False,
                             max_iterations=1)
     assert resumed["iterations"] == 3
+
+
+class NeverReach(LineReach):
+    """LineReach without success: every group's episodes score alike."""
+
+    def step(self, action):
+        obs, _, _, trunc, _ = super().step(action)
+        return obs, 0.0, False, self.t >= MAX_STEPS, {"success": False, "progress": 0.0}
+
+
+def test_without_an_informative_group_only_the_critic_trains(tmp_path):
+    pol = bc_policy(steps=50)
+    before = {k: v.clone() for k, v in pol.state_dict().items()}
+    cfg = PPOFlowConfig(num_envs=4, group_size=2, total_env_steps=10_000, minibatch_size=8, lr_actor=1e-2)
+    vec = ppoflow.make_envs(cfg, pol, [NeverReach] * 4, backend="sync")
+    out = ppoflow.train(cfg, pol, vec, tmp_path / "run", progress=False, max_iterations=2)
+    assert out["last"]["critic_warmup"] and out["last"]["group_informative"] == 0.0
+    assert all(torch.equal(v, before[k]) for k, v in pol.state_dict().items())
 
 
 @pytest.mark.slow
