@@ -115,7 +115,8 @@ def ppoflow(b: Bench, prompt: str, k: int, bc: str, train_pack: str, tag: str | 
             "curves": {name: [None if r.get(name) is None else float(f"{float(r[name]):.4g}") for r in rows]
                        for name in ("approx_kl_chain", "clip_frac", "explained_variance", "sigma", "early_stop",
                                     "lr_actor", "episodes", "pg_grad_cos", "pg_grad_snr", "pg_signal_sq",
-                                    "pg_noise_tr", "pg_noise_scale")},
+                                    "pg_noise_tr", "pg_noise_scale", "group_informative", "group_idle_frac",
+                                    "pg_signal_sq_critic", "pg_noise_tr_critic")},
             "last": {k_: tail[-1].get(k_) for k_ in ("approx_kl", "approx_kl_chain", "clip_frac", "sigma",
                                                      "value_loss", "ratio_max_dev", "explained_variance")}}
 
