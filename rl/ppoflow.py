@@ -1,7 +1,8 @@
 """PPOFlow: PPO fine-tuning of a flow-matching policy with learned noise injection (ReinFlow-style), one file.
 
 Read top to bottom: the config (:class:`PPOFlowConfig`, one docstring per field), the critic,
-GAE over chunk macro-actions, checkpoints, then :func:`train`: rollout -> advantages -> update.
+checkpoints, then :func:`train`: rollout and advantages (:mod:`rl.ppoflow_rollout`: GAE over chunk
+macro-actions, or GRPO-style groups of episodes with one start) -> update.
 
 * **Noise injection** (:mod:`rl.policies.noise`): each Euler step of the flow becomes a Gaussian
   transition with a learned, bounded std; only the last ``ft_steps`` are noisy. ``k=1`` is a

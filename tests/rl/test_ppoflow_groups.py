@@ -13,15 +13,15 @@ from rl import ppoflow
 from rl.ppoflow import PPOFlowConfig, PPOFlowError
 from rl.ppoflow_rollout import group_advantages, group_rollout, group_seeds
 from scenegen.errors import ConfigError
-from tests.rl.test_ppoflow import MAX_STEPS, LineReach, agent_for, bc_policy, envs, success_rate
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+from tests.rl.test_ppoflow import (  # noqa: F401  (one_thread: the same autouse fixture)
+    MAX_STEPS,
+    LineReach,
+    agent_for,
+    bc_policy,
+    envs,
+    one_thread,
+    success_rate,
+)
 
 
 def test_group_advantages_subtract_each_group_s_mean():
