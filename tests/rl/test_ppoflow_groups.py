@@ -130,6 +130,32 @@ def test_without_an_informative_group_only_the_critic_trains(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_real_env_group_starts_alike_and_stays_alike_under_the_same_actions(tmp_path_factory):
+    """The groups' premise on a pack: one seed gives the same scene, DR and start, even after other episodes."""
+    from rl.envs.config import EnvConfig
+    from rl.guided_dr import dr_from_options
+    from rl.rollout import chunk_vec
+    from tests.helpers.rl_packs import pack
+
+    pk = pack(tmp_path_factory)
+    cfg = EnvConfig(image_size=32, privileged=True, dr=dr_from_options(True, None))
+    vec = chunk_vec(pk.root, 2, horizon=4, action_steps=4, gamma=0.99, mode="sync", env_config=cfg)
+    rng = np.random.default_rng(0)
+    try:
+        vec.reset(seed=[1, 2])  # different first episodes: the group below follows different histories
+        vec.step(rng.uniform(-1, 1, (2, 4, vec.vec.single_action_space.shape[-1])).astype(np.float32))
+        obs = vec.reset(seed=[7, 7])
+        for _ in range(6):
+            for k in ("front", "proprio", "privileged"):
+                np.testing.assert_array_equal(obs[k][0], obs[k][1])
+            assert obs["instruction"][0] == obs["instruction"][1]
+            chunk = rng.uniform(-1, 1, (1, 4, vec.vec.single_action_space.shape[-1])).astype(np.float32)
+            obs = vec.step(np.repeat(chunk, 2, 0)).obs
+    finally:
+        vec.close()
+
+
+@pytest.mark.slow
 def test_ppoflow_with_groups_lifts_a_biased_bc_policy(tmp_path):
     pol = bc_policy()
     before = success_rate(agent_for(pol, 1))
