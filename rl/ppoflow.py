@@ -371,7 +371,8 @@ def _train(cfg: PPOFlowConfig, policy: nn.Module, envs: ChunkVec | RayChunkVec, 
         terms = agent.logprob_terms(b_chain)  # 1 unless normalised: the chain's log-ratio is this times the mean
         stopped_early, n_batch = False, len(b_logp)  # stopped_early and critic_after_stop: only the critic trains on
         decisions += n_batch
-        guard = ratio_guard(agent, cfg.ratio_guard_tol, roll.guard_obs, b_z, b_chain[:N], b_logp[:N], iteration)
+        guard = ratio_guard(agent, cfg.ratio_guard_tol, take_obs(flat_obs, slice(0, N)), b_z, b_chain[:N],
+                            b_logp[:N], iteration)
         diag = grad_diagnostics(agent, flat_obs, b_z, b_chain, b_adv, optim.param_groups[0]["params"],
                                 np.random.default_rng([cfg.seed, iteration]), roll.episode, cfg.minibatch_size) \
             if cfg.grad_diag and not warmup else {}

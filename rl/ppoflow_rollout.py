@@ -31,7 +31,11 @@ Clock = Callable[[np.ndarray], torch.Tensor]
 
 @dataclass
 class Batch:
-    """One update's decisions, flattened (the first ``num_envs`` rows are the rollout's first decision batch)."""
+    """One update's decisions, flattened.
+
+    The first ``num_envs`` rows are the rollout's first decision batch, every environment's, as it was scored: the
+    ratio guard rescores them.
+    """
 
     obs: dict[str, np.ndarray]
     """Observations the decisions were taken on."""
@@ -51,8 +55,6 @@ class Batch:
     """Env steps the episode had taken before each decision (the critic's time input)."""
     episode: np.ndarray
     """The independent unit each decision belongs to (its episode; with groups, its group): gradient diagnostics."""
-    guard_obs: dict[str, np.ndarray]
-    """The first decision batch's observations, as the rollout scored them (the ratio guard rescores it)."""
     episodes: list[dict] = field(default_factory=list)
     """Per ended episode: success, progress, return, length."""
     env_steps: int = 0
@@ -136,7 +138,7 @@ def gae_rollout(agent: Any, critic: Any, envs: Any, cfg: Any, gen: torch.Generat
     adv, ret = gae(rewards, values, next_values, steps, terminated, ended, cfg.gamma, cfg.gae_lambda)
     return Batch(concat_obs(buf_obs), cat_embeddings(zs) if cfg.freeze_encoder else None, torch.cat(chains),
                  logp.reshape(-1), adv.reshape(-1), ret.reshape(-1), values.reshape(-1), times.reshape(-1),
-                 episode_ids(ended), buf_obs[0], episodes, int(steps.sum()), t_env, t_pol)
+                 episode_ids(ended), episodes, int(steps.sum()), t_env, t_pol)
 
 
 def group_seeds(seed: int, iteration: int, rnd: int, groups: int, size: int) -> list[int]:
@@ -181,7 +183,6 @@ def group_rollout(agent: Any, critic: Any, envs: Any, cfg: Any, gen: torch.Gener
     episodes: dict[int, dict] = {}
     t_env = t_pol = 0.0
     env_steps = idle = 0
-    guard_obs: dict | None = None
     for rnd in range(cfg.group_rounds):
         obs = envs.reset(seed=group_seeds(cfg.seed, iteration, rnd, N // G, G))
         active = np.ones(N, dtype=bool)
@@ -189,7 +190,6 @@ def group_rollout(agent: Any, critic: Any, envs: Any, cfg: Any, gen: torch.Gener
         for _ in range(max_decisions):
             t0 = time.perf_counter()
             z, chain, lp, values, action = _decide(agent, critic, obs, gen, clock, ep_len)
-            guard_obs = obs if guard_obs is None else guard_obs
             idx = np.flatnonzero(active)
             tidx = torch.as_tensor(idx, device=chain.device)
             obs_rows.append(take_obs(obs, idx))
@@ -226,6 +226,6 @@ def group_rollout(agent: Any, critic: Any, envs: Any, cfg: Any, gen: torch.Gener
         nxt[unit[j]] = ret[j]
     informative = float(np.mean([np.ptp(ep_return[g:g + G]) > 0 for g in range(0, n_ep, G)]))
     return Batch(concat_obs(obs_rows), cat_embeddings(z_rows) if cfg.freeze_encoder else None, torch.cat(chain_rows),
-                 c["logp"], ep_adv[unit], ret, c["value"], c["time"], unit // G, guard_obs,
+                 c["logp"], ep_adv[unit], ret, c["value"], c["time"], unit // G,
                  [episodes[u] for u in range(n_ep)], env_steps, t_env, t_pol,
                  {"group_informative": informative, "group_idle_frac": idle / max(len(unit) + idle, 1)})

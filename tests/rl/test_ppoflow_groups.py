@@ -64,9 +64,9 @@ def _rollout(cfg: PPOFlowConfig, max_decisions: int = 50):
 def test_a_group_rollout_starts_each_group_alike_and_scores_whole_episodes():
     cfg = PPOFlowConfig(num_envs=6, group_size=3, group_rounds=2, action_steps=2, gamma=0.9)
     b = _rollout(cfg)
-    goals = b.guard_obs["state"][:, 1]
+    goals = b.obs["state"][:6, 1]  # the first rows: the first decision of every env, the guard's batch
     assert goals[0] == goals[1] == goals[2] and goals[3] == goals[4] == goals[5] and goals[0] != goals[3]
-    np.testing.assert_array_equal(b.obs["state"][:6], b.guard_obs["state"])  # the first rows: the guard's batch
+    np.testing.assert_array_equal(b.obs["state"][:6, 0], 0.0)  # every env at its start
     assert len(b.episodes) == 12 and len(b.logp) == len(b.adv) == len(b.ret) == len(b.chain) == len(b.episode)
     assert sorted(set(b.episode.tolist())) == [0, 1, 2, 3]  # units: groups of 3 episodes, 2 rounds x 2 groups
     returns = np.array([e["return"] for e in b.episodes])
